@@ -151,6 +151,13 @@ class Params:
         value = self.get(name, dict, {})
         return Params(value, self.key(name), self._file)
 
+    def rest(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The keys not in ``exclude`` (marked as read): options handed on to a reader,
+        generator or policy, which validates them with its own :class:`Params`."""
+        out = {k: v for k, v in self._table.items() if k not in exclude}
+        self._used.update(out)
+        return out
+
     def finish(self) -> None:
         """Raise on keys nobody read: a typo must not pass silently."""
         unknown = sorted(set(self._table) - self._used)
@@ -159,6 +166,8 @@ class Params:
             raise self.error(unknown[0], f"unknown key; valid keys here: {valid}")
 
 
-def _type_name(kind: type) -> str:
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    if isinstance(kind, tuple):
+        return " or ".join(_type_name(k) for k in kind)
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
             list: "a list", dict: "a table"}.get(kind, kind.__name__)

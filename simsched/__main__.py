@@ -1,0 +1,5 @@
+"""``python -m simsched`` entry point."""
+
+from simsched.cli import main
+
+raise SystemExit(main())

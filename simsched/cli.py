@@ -1,0 +1,116 @@
+"""Command line (SPEC §8): ``python -m simsched SCENARIO.toml [flags]`` and subcommands.
+
+Exit codes: 0 ok, 2 bad input (one line naming file/key and what is valid),
+1 internal error. Ctrl-C writes what was finished, marked partial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simsched.errors import InputError, SimschedError
+
+SUBCOMMANDS = ("validate",)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message} (see --help)")
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m simsched", description="Simulate a scheduling scenario.",
+                epilog="subcommands: " + ", ".join(SUBCOMMANDS) + " (python -m simsched SUBCOMMAND --help)")
+    p.add_argument("scenario", help="scenario TOML file")
+    _common(p)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=_non_negative_int, help="override the scenario seed")
+    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv and summary.json here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "validate":
+            return _validate(argv[1:])
+        return _run(argv)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SimschedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(argv: list[str]) -> int:
+    from rich.console import Console
+
+    from simsched.api import run
+    from simsched.report import LiveProgress, metric_table
+    from simsched.scenario import load_scenario
+
+    args = _run_parser().parse_args(argv)
+    scenario = load_scenario(args.scenario)
+    console = Console(stderr=True)
+    quiet = args.quiet or args.json
+    if quiet:
+        result = run(scenario, seed=args.seed, jobs=args.jobs)
+    else:
+        with LiveProgress(console, scenario.name) as live:
+            result = run(scenario, seed=args.seed, jobs=args.jobs, progress=live)
+    if args.out:
+        result.write(args.out)
+    if args.json:
+        print(json.dumps(result.summary, indent=2, sort_keys=True))
+    elif not args.quiet:
+        title = f"{scenario.name}: {scenario.scheduler.policy} (seed {result.summary['seed']})"
+        Console().print(metric_table(result.summary, title))
+        if args.out:
+            console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, summary.json")
+    if result.partial:
+        print("interrupted: partial results" + (f" written to {args.out}" if args.out else ""), file=sys.stderr)
+        return 130
+    return 0
+
+
+def _validate(argv: list[str]) -> int:
+    """Check a scenario and its workload without simulating."""
+    from simsched.api import prepare
+    from simsched.scenario import load_scenario
+
+    p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
+    p.add_argument("scenario")
+    args = p.parse_args(argv)
+    scenario = load_scenario(args.scenario)
+    fleet, table, skipped = prepare(scenario)
+    print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
+          f"{fleet.total_gpus} GPUs; {len(table)} jobs; {skipped['skipped']} rows skipped")
+    return 0

@@ -1,0 +1,458 @@
+"""The SimPy engine (SPEC §3): the only place that changes simulation state.
+
+Each job is one process (``job_lifecycle``): it waits to be started, runs
+until its completion event or an interrupt (preemption), and repeats. Each
+node's GPUs are a :class:`simpy.Container` of milli-GPUs. One scheduler
+process waits for wake-ups and asks the policy for a decision.
+
+Same-timestamp order (SPEC §3) comes from SimPy's (time, priority, id)
+event order: completions are scheduled URGENT, arrivals NORMAL, and the
+decision wake-up at :data:`DECISION_PRIORITY` (after both), at most once
+until it has run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import simpy
+from simpy.core import EmptySchedule
+from simpy.events import URGENT, Event
+
+from simsched.errors import DecisionError
+from simsched.model import MILLI, Fleet, JobSpec, speed_factor, to_milli, worker_share
+from simsched.policies.base import Decision, Option, Scheduler
+
+#: SimPy priority of the decision wake-up: after completions (URGENT=0) and arrivals (NORMAL=1).
+DECISION_PRIORITY = 2
+
+QUEUED, RUNNING, DONE, UNSCHEDULED, PENDING = "queued", "running", "done", "unscheduled", "pending"
+
+
+class Completion(Event):
+    """A timeout that fires before same-time arrivals (URGENT priority)."""
+
+    def __init__(self, env: simpy.Environment, delay: float) -> None:
+        super().__init__(env)
+        self._ok = True
+        self._value = None
+        env.schedule(self, URGENT, delay)
+
+
+class JobRecord:
+    """Runtime state of one job. Policies read it (see ``JobView``); only the engine writes."""
+
+    __slots__ = (
+        "spec", "job_id", "index", "submit", "duration", "gpus", "workers", "weight", "deadline",
+        "home_cluster", "options", "remaining_work", "attained_service", "queued_since",
+        "wait_so_far", "running_nodes", "running_cluster", "run_start", "run_speed", "run_share",
+        "preemptions", "status", "first_start", "end", "clusters", "gpu_type_used",
+        "gpu_seconds", "wakeup", "process", "reason", "run_penalty",
+    )  # fmt: skip
+
+    def __init__(self, spec: JobSpec, index: int, home_cluster: int | None, options: tuple[Option, ...]) -> None:
+        self.spec = spec
+        self.job_id = spec.job_id
+        self.index = index
+        self.submit = spec.submit
+        self.duration = spec.duration
+        self.gpus = spec.gpus
+        self.workers = spec.workers
+        self.weight = spec.weight
+        self.deadline = spec.deadline
+        self.home_cluster = home_cluster
+        self.options = options
+        self.remaining_work = spec.duration
+        self.attained_service = 0.0
+        self.queued_since = spec.submit
+        self.wait_so_far = 0.0
+        self.running_nodes: tuple[int, ...] = ()
+        self.running_cluster: int | None = None
+        self.run_start = math.nan
+        self.run_speed = 1.0
+        self.run_share = 0  # milli-GPUs per worker in the current run
+        self.run_penalty = 0.0
+        self.preemptions = 0
+        self.status = PENDING
+        self.first_start = math.nan
+        self.end = math.nan
+        self.clusters: list[int] = []
+        self.gpu_type_used: str | None = None
+        self.gpu_seconds = 0.0
+        self.wakeup: Event | None = None
+        self.process: simpy.Process | None = None
+        self.reason = ""
+
+
+@dataclass(frozen=True)
+class FleetState:
+    """Static node facts handed to policies (implements ``FleetView``)."""
+
+    node_cluster: tuple[int, ...]
+    node_type: tuple[str, ...]
+    node_capacity: tuple[int, ...]
+    cluster_names: tuple[str, ...]
+    groups: dict[tuple[int, str], tuple[int, ...]]
+    heterogeneous: bool
+    cluster_capacity: tuple[int, ...]
+
+
+class View:
+    """The read-only state passed to ``Scheduler.decide`` (implements ``SchedulerView``)."""
+
+    __slots__ = ("now", "fleet", "queue", "running", "free")
+
+    def __init__(self, now: float, fleet: FleetState, queue: Sequence[JobRecord],
+                 running: Sequence[JobRecord], free: Sequence[int]) -> None:
+        self.now = now
+        self.fleet = fleet
+        self.queue = queue
+        self.running = running
+        self.free = free
+
+    def queued_time(self, job: JobRecord) -> float:
+        if job.status == QUEUED:
+            return job.wait_so_far + (self.now - job.queued_since)
+        return job.wait_so_far
+
+    def remaining_time(self, job: JobRecord, speed: float = 1.0) -> float:
+        if job.status == RUNNING:
+            done = max(0.0, self.now - job.run_start - job.run_penalty) * job.run_speed
+            return max(0.0, job.remaining_work - done) / speed
+        return job.remaining_work / speed
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    heterogeneous: bool = False
+    restrict_to_home: bool = False
+    restart_penalty_s: float = 0.0
+    interval_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A snapshot for progress displays (the core never prints)."""
+
+    now: float
+    horizon: float
+    finished: int
+    total: int
+    queued: int
+    running: int
+    events: int
+    wall_s: float
+
+
+def job_lifecycle(env: simpy.Environment, engine: Engine, job: JobRecord):
+    """arrive -> queue -> run -> (preempted -> queue -> run)* -> finish."""
+    while True:
+        try:
+            run_time = yield job.wakeup
+            yield Completion(env, run_time)
+        except simpy.Interrupt:
+            continue  # the engine re-queued the job and gave it a fresh wake-up
+        engine.finish(job)
+        return
+
+
+def arrival_feeder(env: simpy.Environment, engine: Engine, jobs: Sequence[JobRecord]):
+    """Releases jobs at their submit times, in input order within one timestamp."""
+    for job in jobs:
+        if job.submit > env.now:
+            yield env.timeout(job.submit - env.now)
+        engine.arrive(job)
+
+
+def scheduler_loop(env: simpy.Environment, engine: Engine):
+    """The one scheduler process: wait for a wake-up, decide, repeat."""
+    while True:
+        yield engine.next_wakeup()
+        engine.decide()
+
+
+def periodic_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
+    """Asks for a decision every ``interval_s`` while jobs are outstanding."""
+    while engine.outstanding > 0:
+        yield env.timeout(interval_s)
+        if not engine.running and engine.arrivals_left == 0:
+            return  # nothing can change any more: a round would decide the same again
+        engine.request_decision()
+
+
+class Engine:
+    """Holds the SimPy environment, node containers, queue and job records."""
+
+    def __init__(self, fleet: Fleet, jobs: Sequence[JobSpec], scheduler: Scheduler,
+                 config: EngineConfig = EngineConfig()) -> None:
+        self.env = simpy.Environment()
+        self.fleet = fleet
+        self.config = config
+        self.scheduler = scheduler
+        names = fleet.cluster_names
+        capacity = tuple(n.gpus * MILLI for n in fleet.nodes)
+        groups: dict[tuple[int, str], list[int]] = {}
+        for node in fleet.nodes:
+            groups.setdefault((node.cluster, node.gpu_type), []).append(node.index)
+        cluster_capacity = [0] * len(names)
+        for node in fleet.nodes:
+            cluster_capacity[node.cluster] += node.gpus * MILLI
+        self.fleet_state = FleetState(
+            node_cluster=tuple(n.cluster for n in fleet.nodes),
+            node_type=tuple(n.gpu_type for n in fleet.nodes),
+            node_capacity=capacity,
+            cluster_names=names,
+            groups={k: tuple(v) for k, v in groups.items()},
+            heterogeneous=config.heterogeneous,
+            cluster_capacity=tuple(cluster_capacity),
+        )
+        self.containers = [simpy.Container(self.env, capacity=c, init=c) for c in capacity]
+        self.free = list(capacity)  # mirrors the containers' levels for cheap reads
+        self.jobs = [self._record(spec, i) for i, spec in enumerate(jobs)]
+        self.by_id = {job.job_id: job for job in self.jobs}
+        self.queue: list[JobRecord] = []
+        self.running: dict[str, JobRecord] = {}
+        self.events: list[tuple[float, str, str, str]] = []
+        self.outstanding = len(self.jobs)
+        self.arrivals_left = len(self.jobs)
+        self.finished = 0
+        self.decisions = 0
+        self._wakeup: Event = self.env.event()
+        self._wakeup_pending = False
+        self.env.process(arrival_feeder(self.env, self, sorted(self.jobs, key=lambda j: (j.submit, j.index))))
+        self.env.process(scheduler_loop(self.env, self))
+        interval = config.interval_s or getattr(scheduler, "interval_s", None)
+        if interval:
+            self.env.process(periodic_rounds(self.env, self, float(interval)))
+
+    # -- setup ---------------------------------------------------------------
+    def _record(self, spec: JobSpec, index: int) -> JobRecord:
+        names = self.fleet.cluster_names
+        home = None
+        if spec.home_cluster is not None and spec.home_cluster in names:
+            home = names.index(spec.home_cluster)
+        elif len(names) == 1:
+            home = 0
+        job = JobRecord(spec, index, home, ())
+        job.options = self._options(job)
+        return job
+
+    def _options(self, job: JobRecord) -> tuple[Option, ...]:
+        """Every (cluster, type) where all workers fit on empty nodes; fastest type first."""
+        types = self.fleet.gpu_types
+        ref = types.get(job.spec.gpu_type) if job.spec.gpu_type else None
+        options = []
+        for (cluster, type_name), nodes in self.fleet_state.groups.items():
+            if self.config.restrict_to_home and job.home_cluster is not None and cluster != job.home_cluster:
+                continue
+            share = worker_share(job.spec, types[type_name], ref, self.config.heterogeneous)
+            if share is None:
+                continue
+            per_worker = to_milli(share)
+            slots = sum(self.fleet_state.node_capacity[n] // per_worker for n in nodes)
+            if slots >= job.workers:
+                options.append(Option(cluster, type_name, per_worker, speed_factor(types[type_name], ref)))
+        options.sort(key=lambda o: (-o.speed, o.cluster))
+        return tuple(options)
+
+    # -- events ----------------------------------------------------------------
+    def arrive(self, job: JobRecord) -> None:
+        now = self.env.now
+        self.arrivals_left -= 1
+        self.events.append((now, "arrive", job.job_id, ""))
+        if not job.options:
+            job.status = UNSCHEDULED
+            job.reason = "fits no allowed node (too large or no allowed GPU type)"
+            self.events.append((now, "unscheduled", job.job_id, job.reason))
+            self.outstanding -= 1
+            return
+        job.status = QUEUED
+        job.queued_since = now
+        job.wakeup = self.env.event()
+        job.process = self.env.process(job_lifecycle(self.env, self, job))
+        self.queue.append(job)
+        self.request_decision()
+
+    def finish(self, job: JobRecord) -> None:
+        now = self.env.now
+        self._account_run(job, now)
+        job.remaining_work = 0.0
+        self._release(job)
+        job.status = DONE
+        job.end = now
+        del self.running[job.job_id]
+        self.outstanding -= 1
+        self.finished += 1
+        self.events.append((now, "finish", job.job_id, ""))
+        self.request_decision()
+
+    def request_decision(self) -> None:
+        """Schedule one decision after every completion and arrival at this timestamp."""
+        if not self._wakeup_pending:
+            self._wakeup_pending = True
+            wakeup = self._wakeup
+            wakeup._ok = True
+            wakeup._value = None
+            self.env.schedule(wakeup, DECISION_PRIORITY)
+
+    def next_wakeup(self) -> Event:
+        """The event the scheduler process waits on (possibly already triggered)."""
+        return self._wakeup
+
+    # -- decisions -------------------------------------------------------------
+    def decide(self) -> None:
+        self._wakeup = self.env.event()
+        self._wakeup_pending = False
+        if not self.queue and not self.running:
+            return
+        view = View(self.env.now, self.fleet_state, tuple(self.queue), tuple(self.running.values()),
+                    tuple(self.free))
+        decision = self.scheduler.decide(view)
+        self.decisions += 1
+        if decision.preempts or decision.starts:
+            self.apply(decision)
+
+    def apply(self, decision: Decision) -> None:
+        """Validate and carry out a decision; refuse anything that over-allocates."""
+        if not isinstance(decision, Decision):
+            raise DecisionError(f"scheduler returned {type(decision).__name__}, expected a Decision")
+        for job_id in decision.preempts:
+            job = self.by_id.get(job_id)
+            if job is None or job.status != RUNNING:
+                raise DecisionError(f"cannot preempt job {job_id!r}: it is not running")
+            self.preempt(job)
+        started = set()
+        for start in decision.starts:
+            job = self.by_id.get(start.job_id)
+            if job is None or job.status != QUEUED or start.job_id in started:
+                raise DecisionError(f"cannot start job {start.job_id!r}: it is not queued")
+            started.add(start.job_id)
+            self.start(job, start.nodes)
+        if started:
+            self.queue = [j for j in self.queue if j.job_id not in started]
+
+    def _option_for(self, job: JobRecord, nodes: tuple[int, ...]) -> Option:
+        fleet = self.fleet_state
+        if len(nodes) != job.workers:
+            raise DecisionError(f"job {job.job_id!r} needs {job.workers} nodes (one per worker), got {len(nodes)}")
+        first = nodes[0]
+        if not 0 <= first < len(fleet.node_type):
+            raise DecisionError(f"job {job.job_id!r}: node {first} does not exist")
+        cluster, type_name = fleet.node_cluster[first], fleet.node_type[first]
+        for option in job.options:
+            if option.cluster == cluster and option.gpu_type == type_name:
+                break
+        else:
+            raise DecisionError(f"job {job.job_id!r} may not run on node {first} "
+                                f"({type_name} in cluster {fleet.cluster_names[cluster]})")
+        for n in nodes:
+            if not 0 <= n < len(fleet.node_type):
+                raise DecisionError(f"job {job.job_id!r}: node {n} does not exist")
+            if fleet.node_type[n] != type_name or fleet.node_cluster[n] != cluster:
+                raise DecisionError(f"job {job.job_id!r}: node {n} differs in GPU type or cluster "
+                                    f"from node {first}; all workers run on one type in one cluster")
+        return option
+
+    def start(self, job: JobRecord, nodes: tuple[int, ...]) -> None:
+        nodes = tuple(nodes)
+        option = self._option_for(job, nodes)
+        share = option.per_worker
+        need: dict[int, int] = {}
+        for n in nodes:
+            need[n] = need.get(n, 0) + share
+        for n, amount in need.items():
+            if amount > self.free[n]:
+                raise DecisionError(f"starting job {job.job_id!r} would over-allocate node {n}: "
+                                    f"needs {amount / MILLI:g} GPUs, {self.free[n] / MILLI:g} free")
+        for n, amount in need.items():
+            self.free[n] -= amount
+            self.containers[n].get(amount)
+        now = self.env.now
+        job.wait_so_far += now - job.queued_since
+        if job.status == QUEUED and math.isnan(job.first_start):
+            job.first_start = now
+        penalty = self.config.restart_penalty_s if job.preemptions else 0.0
+        job.status = RUNNING
+        job.running_nodes = nodes
+        job.running_cluster = option.cluster
+        job.run_start = now
+        job.run_speed = option.speed
+        job.run_share = share
+        job.run_penalty = penalty
+        if not job.clusters or job.clusters[-1] != option.cluster:
+            job.clusters.append(option.cluster)
+        job.gpu_type_used = option.gpu_type
+        self.running[job.job_id] = job
+        self.events.append((now, "start", job.job_id, " ".join(map(str, nodes))))
+        job.wakeup.succeed(penalty + job.remaining_work / option.speed)
+
+    def preempt(self, job: JobRecord) -> None:
+        """Stop a running job, keep its finished work, and put it back in the queue."""
+        now = self.env.now
+        self._account_run(job, now)
+        self._release(job)
+        del self.running[job.job_id]
+        job.status = QUEUED
+        job.preemptions += 1
+        job.queued_since = now
+        job.wakeup = self.env.event()
+        job.process.interrupt("preempted")
+        self.queue.append(job)
+        self.events.append((now, "preempt", job.job_id, ""))
+
+    def _account_run(self, job: JobRecord, now: float) -> None:
+        elapsed = now - job.run_start
+        useful = max(0.0, elapsed - job.run_penalty)
+        job.remaining_work = max(0.0, job.remaining_work - useful * job.run_speed)
+        gpus_held = job.run_share * job.workers / MILLI
+        job.gpu_seconds += elapsed * gpus_held
+        job.attained_service += elapsed * job.gpus
+
+    def _release(self, job: JobRecord) -> None:
+        share = job.run_share
+        for n in job.running_nodes:
+            self.free[n] += share
+            self.containers[n].put(share)
+        job.running_nodes = ()
+        job.running_cluster = None
+
+    # -- running -----------------------------------------------------------------
+    def run(self, progress: Callable[[Progress], None] | None = None,
+            every: int = 20000) -> bool:
+        """Run to the end; returns False when interrupted (Ctrl-C) with a partial state."""
+        env = self.env
+        step = env.step
+        horizon = max((j.submit for j in self.jobs), default=0.0)
+        started = time.perf_counter()
+        events = 0
+        done_in_chunk = 0
+        try:
+            while True:
+                for done_in_chunk in range(every):  # noqa: B007 (read after EmptySchedule)
+                    step()
+                events += every
+                if progress is not None:
+                    progress(self.snapshot(horizon, events, started))
+        except EmptySchedule:
+            events += done_in_chunk
+        except KeyboardInterrupt:
+            return False
+        self._close_unfinished()
+        if progress is not None:
+            progress(self.snapshot(horizon, events, started))
+        return True
+
+    def snapshot(self, horizon: float, events: int, started: float) -> Progress:
+        return Progress(self.env.now, horizon, self.finished, len(self.jobs), len(self.queue),
+                        len(self.running), events, time.perf_counter() - started)
+
+    def _close_unfinished(self) -> None:
+        """Jobs still queued when nothing is left to happen are reported unscheduled."""
+        for job in self.queue:
+            job.status = UNSCHEDULED
+            job.reason = "never started (the scheduler left it queued until the end)"
+            self.events.append((self.env.now, "unscheduled", job.job_id, job.reason))
+        self.queue = []

@@ -1,0 +1,69 @@
+"""Rich rendering: live progress and the final metric table (only the CLI imports this)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from simsched.engine import Progress as Snapshot
+
+METRIC_ROWS = (
+    ("completed", "Completed jobs", "{:d}"),
+    ("unscheduled", "Unscheduled jobs", "{:d}"),
+    ("avg_jct", "Avg JCT (s)", "{:,.1f}"),
+    ("weighted_jct", "Weighted JCT (s)", "{:,.1f}"),
+    ("avg_wait", "Avg wait (s)", "{:,.1f}"),
+    ("cq_avg", "C_q,avg (s)", "{:,.1f}"),
+    ("cq_max", "C_q,max (s)", "{:,.1f}"),
+    ("utilization", "GPU-time utilization", "{:.3f}"),
+    ("deadline_miss_rate", "Deadline miss rate", "{:.3f}"),
+    ("preemptions", "Preemptions", "{:d}"),
+    ("objective", "Objective (Eq. 5)", "{:,.2f}"),
+)
+
+
+class LiveProgress:
+    """A rich progress bar fed by engine snapshots: simulated time %, jobs done, queue, events/s."""
+
+    def __init__(self, console: Console, name: str) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console, transient=False,
+        )
+        self._task = self._progress.add_task(name, total=100.0, detail="")
+
+    def __enter__(self) -> LiveProgress:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.__exit__(*exc)
+
+    def __call__(self, snap: Snapshot) -> None:
+        horizon = snap.horizon or 1.0
+        done = snap.finished == snap.total or (snap.queued == 0 and snap.running == 0 and snap.now >= horizon)
+        percent = 100.0 if done else min(99.0, 100.0 * snap.now / horizon)
+        rate = snap.events / snap.wall_s if snap.wall_s > 0 else 0.0
+        detail = (f"t={snap.now:,.0f}s  done {snap.finished:,}/{snap.total:,}  queue {snap.queued:,}  "
+                  f"running {snap.running:,}  {rate:,.0f} ev/s")
+        self._progress.update(self._task, completed=percent, detail=detail)
+
+
+def metric_table(summary: dict, title: str = "Results") -> Table:
+    """Overall metrics, one column per cluster when there are several."""
+    table = Table(title=title)
+    table.add_column("Metric")
+    table.add_column("All", justify="right")
+    clusters = summary.get("per_cluster", {})
+    show_clusters = len(clusters) > 1
+    if show_clusters:
+        for name in clusters:
+            table.add_column(name, justify="right")
+    for key, label, fmt in METRIC_ROWS:
+        cells = [fmt.format(summary[key])]
+        if show_clusters:
+            cells += [fmt.format(block[key]) for block in clusters.values()]
+        table.add_row(label, *cells)
+    table.add_row("Makespan (s)", f"{summary['makespan']:,.0f}", *([""] * len(clusters) if show_clusters else []))
+    return table

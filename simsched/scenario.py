@@ -1,0 +1,321 @@
+"""Scenario TOML -> validated, frozen :class:`Scenario` (SPEC §9, STYLE rule 5).
+
+Every problem is reported once, as an :class:`InputError` naming the file,
+the key path and the valid choices. Keys (see docs/scenarios.md):
+
+- ``name``, ``seed``, ``description``
+- ``[[gpu_type]]`` name, speedup, memory_gb, source: add or override catalog types
+- ``[[cluster]]`` name + ``nodes = [{count, gpus, gpu_type}]``, or ``file =
+  "clusters/x.toml"`` (a file holding ``[[cluster]]`` tables), or ``from =
+  "philly_machines"`` + ``path`` (a machine table read by a cluster builder)
+- ``[workload]`` ``file`` (a workload TOML in ``workloads/`` whose keys this
+  table overrides), ``source``, ``path``, ``generator``, filters and field
+  synthesis; other keys go to the reader or generator, which validates them
+- ``[scheduler]`` policy, placement, backfill, allocation, heterogeneous,
+  interval_s, restart_penalty_s, plus policy options
+- ``[objective]`` ``weights = [w1, w2, w3]`` (Eq. 5)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from simsched.errors import InputError
+from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
+from simsched.workloads.registry import Params, ReadContext
+
+SOURCES = ("csv", "philly", "pai", "helios", "itp", "openb", "synthetic")
+ALLOCATIONS = ("home", "round_robin", "random")
+
+#: keys the workload layer handles itself; everything else goes to the reader/generator
+WORKLOAD_COMMON = (
+    "file", "source", "path", "generator", "jobs_limit", "time_window", "clusters", "strict",
+    "synthesize_deadline", "synthesize_weight", "deadline_slack", "weight_range",
+    "reference_gpu_type", "load", "download_hint",
+)  # fmt: skip
+
+SCHEDULER_COMMON = (
+    "policy", "placement", "backfill", "allocation", "heterogeneous", "interval_s",
+    "restart_penalty_s",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    source: str
+    path: Path | None
+    generator: str | None
+    params: dict[str, Any]  # reader/generator options, validated by them
+    params_file: str  # the file to name in their errors
+    base_dir: Path  # where relative paths in params resolve
+    jobs_limit: int | None = None
+    time_window: tuple[float, float] | None = None
+    clusters: tuple[str, ...] | None = None
+    strict: bool = False
+    synthesize_deadline: bool = False
+    synthesize_weight: bool = False
+    deadline_slack: tuple[float, float] = (1.5, 4.0)
+    weight_range: tuple[int, int] = (1, 5)
+    reference_gpu_type: str | None = None
+    load: float | None = None
+    download_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSpec:
+    policy: str
+    placement: str = "best_fit"
+    backfill: bool = True
+    allocation: str = "home"
+    heterogeneous: bool = False
+    interval_s: float | None = None
+    restart_penalty_s: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSource:
+    """A ``[[cluster]] from = ...`` entry, expanded when the scenario is loaded."""
+
+    builder: str
+    path: Path
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    seed: int
+    path: Path
+    clusters: tuple[ClusterSpec, ...]
+    gpu_types: dict[str, GpuType]
+    workload: WorkloadSpec
+    scheduler: SchedulerSpec
+    objective_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    digest: str = ""
+    description: str = ""
+
+    def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
+                       scheduler: SchedulerSpec | None = None) -> Scenario:
+        """A copy with CLI overrides (``--seed``, ``--jobs``) or another scheduler."""
+        from dataclasses import replace
+
+        workload = self.workload if jobs is None else replace(self.workload, jobs_limit=jobs)
+        return replace(self, seed=self.seed if seed is None else seed, workload=workload,
+                       scheduler=scheduler or self.scheduler)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    path = Path(path)
+    raw = read_toml(path)
+    base = path.resolve().parent
+    top = Params(raw, "", path)
+    name = top.get("name", str, path.stem)
+    seed = top.get("seed", int, 0, min_value=0)
+    description = top.get("description", str, "")
+    gpu_types = _gpu_types(top, path)
+    clusters = _clusters(top, path, base, gpu_types)
+    workload = _workload(top.sub("workload"), path, base, gpu_types)
+    scheduler = _scheduler(top.sub("scheduler"), len(clusters))
+    objective = top.sub("objective")
+    weights = objective.get("weights", list, [1.0, 1.0, 1.0])
+    if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+        raise objective.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
+    objective.finish()
+    top.finish()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,
+                    tuple(float(w) for w in weights), digest, description)
+
+
+def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:
+    types = builtin_gpu_types()
+    for i, entry in enumerate(top.get("gpu_type", list, [])):
+        if not isinstance(entry, dict):
+            raise top.error("gpu_type", "must be an array of tables [[gpu_type]]")
+        p = Params(entry, f"gpu_type[{i}]", path)
+        name = p.get("name", str)
+        types[name] = GpuType(
+            name,
+            p.get("speedup", float, types[name].speedup if name in types else None,
+                  min_value=0, exclusive_min=True) if (p.has("speedup") or name in types)
+            else p.get("speedup", float),
+            p.get("memory_gb", float, types[name].memory_gb if name in types else None,
+                  min_value=0, exclusive_min=True) if (p.has("memory_gb") or name in types)
+            else p.get("memory_gb", float),
+            p.get("source", str, "scenario"),
+        )
+        p.finish()
+    return types
+
+
+def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) -> tuple[ClusterSpec, ...]:
+    entries = top.get("cluster", list, None)
+    if not entries:
+        raise top.error("cluster", "at least one [[cluster]] is required, e.g. "
+                        "nodes = [{ count = 4, gpus = 8, gpu_type = \"V100\" }]")
+    clusters: list[ClusterSpec] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise top.error("cluster", "must be an array of tables [[cluster]]")
+        clusters.extend(_cluster_entry(Params(entry, f"cluster[{i}]", path), path, base, gpu_types))
+    names = [c.name for c in clusters]
+    for name in names:
+        if names.count(name) > 1:
+            raise top.error("cluster", f"cluster name {name!r} is used twice; names must be unique")
+    return tuple(clusters)
+
+
+def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) -> list[ClusterSpec]:
+    if p.has("file"):
+        file = p.get_path("file", base)
+        p.finish()
+        raw = read_toml(file)
+        nested = Params(raw, "", file)
+        entries = nested.get("cluster", list)
+        nested.finish()
+        out = []
+        for i, entry in enumerate(entries):
+            out.extend(_cluster_entry(Params(entry, f"cluster[{i}]", file), file, file.parent, gpu_types))
+        return out
+    if p.has("from"):
+        from simsched.workloads import builders_registry
+
+        builders = builders_registry()
+        builder = p.get("from", str, choices=sorted(builders))
+        file = p.get_path("path", base)
+        options = Params(p.rest(("from", "path")), p.key("").rstrip("."), path)
+        built = builders[builder](file, options, ReadContext())
+        options.finish()
+        for cluster in built:
+            _check_types(cluster, gpu_types, p)
+        return list(built)
+    name = p.get("name", str)
+    groups = []
+    nodes = p.get("nodes", list)
+    if not nodes:
+        raise p.error("nodes", "must list at least one node group {count, gpus, gpu_type}")
+    for j, group in enumerate(nodes):
+        if not isinstance(group, dict):
+            raise p.error("nodes", f"item {j} must be a table {{count, gpus, gpu_type}}")
+        g = Params(group, p.key(f"nodes[{j}]"), p.file)
+        groups.append(NodeGroup(
+            g.get("count", int, min_value=1),
+            g.get("gpus", int, min_value=1),
+            g.get("gpu_type", str, "V100", choices=sorted(gpu_types)),
+        ))
+        g.finish()
+    p.finish()
+    return [ClusterSpec(name, tuple(groups))]
+
+
+def _check_types(cluster: ClusterSpec, gpu_types: dict[str, GpuType], p: Params) -> None:
+    for group in cluster.nodes:
+        if group.gpu_type not in gpu_types:
+            raise p.error("from", f"machine table uses GPU type {group.gpu_type!r}, not in the catalog; "
+                          f"add it with [[gpu_type]] (known: {', '.join(sorted(gpu_types))})")
+
+
+def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) -> WorkloadSpec:
+    params_file = str(path)
+    params_base = base
+    if p.has("file"):
+        file = p.get_path("file", base)
+        table = p.rest(("file",))
+        inherited = read_toml(file)
+        if "workload" in inherited and isinstance(inherited["workload"], dict):
+            inherited = inherited["workload"]
+        merged = {**inherited, **table}
+        p = Params(merged, "workload", f"{path} (with {file})")
+        params_file = f"{path} (with {file})"
+        # paths written in the workload file resolve next to it, overrides next to the scenario
+        if "path" in inherited and "path" not in table:
+            params_base = file.parent
+    source = p.get("source", str, choices=SOURCES)
+    generator = None
+    data_path = None
+    if source == "synthetic":
+        from simsched.workloads import generators_registry
+
+        generator = p.get("generator", str, "simple", choices=sorted(generators_registry()))
+    else:
+        data_path = p.get_path("path", params_base)
+    window = p.get("time_window", list, None)
+    if window is not None and (len(window) != 2 or not all(isinstance(x, (int, float)) for x in window)
+                               or window[0] >= window[1]):
+        raise p.error("time_window", f"must be [start_s, end_s] with start < end, got {window!r}")
+    slack = p.get("deadline_slack", list, [1.5, 4.0])
+    if len(slack) != 2 or not all(isinstance(x, (int, float)) for x in slack) or not 0 < slack[0] <= slack[1]:
+        raise p.error("deadline_slack", f"must be [low, high] with 0 < low <= high, got {slack!r}")
+    weights = p.get("weight_range", list, [1, 5])
+    if len(weights) != 2 or not all(isinstance(x, int) for x in weights) or not 1 <= weights[0] <= weights[1]:
+        raise p.error("weight_range", f"must be [low, high] integers with 1 <= low <= high, got {weights!r}")
+    reference = p.get("reference_gpu_type", str, None)
+    if reference is not None and reference not in gpu_types:
+        raise p.error("reference_gpu_type", f"unknown GPU type {reference!r}; valid: {', '.join(sorted(gpu_types))}")
+    clusters = p.get_list("clusters", str, None)
+    spec = WorkloadSpec(
+        source=source,
+        path=data_path,
+        generator=generator,
+        # a generator sets its own arrival rate from `load`; a trace is rescaled afterwards
+        params=p.rest(tuple(k for k in WORKLOAD_COMMON if not (k == "load" and source == "synthetic"))),
+        params_file=params_file,
+        base_dir=params_base,
+        jobs_limit=p.get("jobs_limit", int, None, min_value=1),
+        time_window=None if window is None else (float(window[0]), float(window[1])),
+        clusters=None if clusters is None else tuple(clusters),
+        strict=p.get("strict", bool, False),
+        synthesize_deadline=p.get("synthesize_deadline", bool, False),
+        synthesize_weight=p.get("synthesize_weight", bool, False),
+        deadline_slack=(float(slack[0]), float(slack[1])),
+        weight_range=(int(weights[0]), int(weights[1])),
+        reference_gpu_type=reference,
+        load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True),
+        download_hint=p.get("download_hint", str, None),
+    )
+    p.finish()
+    return spec
+
+
+def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
+    from simsched.policies import PLACEMENTS, policy_names
+
+    policy = p.get("policy", str, "fifo")
+    if ":" not in policy and policy not in policy_names():
+        raise p.error("policy", f"unknown policy {policy!r}; valid: {', '.join(policy_names())}, "
+                      "or 'my_policy.py:MyPolicy'")
+    spec = SchedulerSpec(
+        policy=policy,
+        placement=p.get("placement", str, "best_fit", choices=sorted(PLACEMENTS)),
+        backfill=p.get("backfill", bool, True),
+        allocation=p.get("allocation", str, "home", choices=ALLOCATIONS),
+        heterogeneous=p.get("heterogeneous", bool, False),
+        interval_s=p.get("interval_s", float, None, min_value=0, exclusive_min=True),
+        restart_penalty_s=p.get("restart_penalty_s", float, 0.0, min_value=0),
+        options=p.rest(SCHEDULER_COMMON),
+    )
+    p.finish()
+    return spec

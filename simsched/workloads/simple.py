@@ -1,0 +1,42 @@
+"""The ``simple`` synthetic generator: a seeded, easy-to-reason-about workload for tests and teaching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simsched.model import Fleet
+from simsched.workloads.registry import Params, generator
+from simsched.workloads.table import normalize
+
+
+@generator("simple")
+def generate_simple(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd.DataFrame:
+    """``jobs`` jobs with Poisson arrivals, exponential integer durations and a GPU-count mix.
+
+    Options: ``jobs`` (100), ``gpus`` ([1, 2, 4, 8]) with ``gpu_weights`` (uniform),
+    ``mean_duration_s`` (3600), and ``load`` (0.9): the arrival rate that offers
+    that fraction of the fleet's GPUs, rate = load x GPUs / E[g x d].
+    """
+    jobs = params.get("jobs", int, 100, min_value=1)
+    sizes = params.get_list("gpus", int, [1, 2, 4, 8])
+    if not sizes or min(sizes) < 1:
+        raise params.error("gpus", f"must be a non-empty list of integers >= 1, got {sizes!r}")
+    weights = params.get_list("gpu_weights", (int, float), [1.0] * len(sizes))
+    if len(weights) != len(sizes) or min(weights) < 0 or sum(weights) <= 0:
+        raise params.error("gpu_weights", "must give one non-negative weight per entry of gpus")
+    mean_duration = params.get("mean_duration_s", float, 3600.0, min_value=1)
+    load = params.get("load", float, 0.9, min_value=0, exclusive_min=True)
+    params.finish()
+    p = np.asarray(weights, float) / sum(weights)
+    gpus = rng.choice(np.asarray(sizes, float), size=jobs, p=p)
+    duration = np.maximum(1.0, np.floor(rng.exponential(mean_duration, size=jobs)))
+    rate = load * max(fleet.total_gpus, 1) / (float(np.dot(p, sizes)) * mean_duration)
+    submit = np.floor(np.cumsum(rng.exponential(1.0 / rate, size=jobs)))
+    submit -= submit[0]
+    return normalize(pd.DataFrame({
+        "job_id": [str(i) for i in range(jobs)],
+        "submit": submit,
+        "duration": duration,
+        "gpus": gpus,
+    }))
