@@ -130,7 +130,9 @@ def check_inputs(
     over = cap - fuse[running].sum(axis=0)
     if np.any(over < 0):
         n = int(np.argmin(over))
-        raise InputError(f"fixed jobs over-allocate node {n}: {cap[n] - over[n]} > capacity {cap[n]}")
+        raise InputError(
+            f"fixed jobs over-allocate node {n}: {cap[n] - over[n]} > capacity {cap[n]}"
+        )
     pw = _int_array("per_worker", per_worker, 1)
     r = _int_array("workers", workers, 1)
     d = np.ascontiguousarray(np.asarray(duration, dtype=np.float64).reshape(-1))
@@ -428,16 +430,34 @@ def _plan_cluster(
     by_finish = np.empty(max_items, np.int64)
     counts = np.zeros(2, np.int64)
     _state_from_fixed(
-        now, cap, fixed_finish, fixed_usage,
-        base, item_finish, item_offset, entry_node, entry_units, by_finish, counts,
+        now,
+        cap,
+        fixed_finish,
+        fixed_usage,
+        base,
+        item_finish,
+        item_offset,
+        entry_node,
+        entry_units,
+        by_finish,
+        counts,
     )
     for k in range(order.shape[0]):
         j = order[k]
         pw = per_worker[j]
         r = workers[j]
         t = _earliest(
-            now, pw, r, base, item_finish, item_offset, entry_node, entry_units,
-            by_finish, counts, sigma,
+            now,
+            pw,
+            r,
+            base,
+            item_finish,
+            item_offset,
+            entry_node,
+            entry_units,
+            by_finish,
+            counts,
+            sigma,
         )
         start[j] = t
         if t == np.inf:
@@ -445,8 +465,20 @@ def _plan_cluster(
             continue
         nodes = worker_node[worker_offset[j] : worker_offset[j + 1]]
         finish[j] = _commit(
-            now, t, duration[j], pw, r, sigma, base, item_finish, item_offset,
-            entry_node, entry_units, by_finish, counts, nodes,
+            now,
+            t,
+            duration[j],
+            pw,
+            r,
+            sigma,
+            base,
+            item_finish,
+            item_offset,
+            entry_node,
+            entry_units,
+            by_finish,
+            counts,
+            nodes,
         )
 
 
@@ -464,8 +496,18 @@ def plan_kernel(
     x = check_inputs(now, capacity, fixed_finish, fixed_usage, per_worker, workers, duration, order)
     plan = _empty_plan(x.per_worker.shape[0], x.workers)
     _plan_cluster(
-        x.now, x.capacity, x.fixed_finish, x.fixed_usage, x.per_worker, x.workers,
-        x.duration, x.order, plan.worker_offset, plan.start, plan.finish, plan.worker_node,
+        x.now,
+        x.capacity,
+        x.fixed_finish,
+        x.fixed_usage,
+        x.per_worker,
+        x.workers,
+        x.duration,
+        x.order,
+        plan.worker_offset,
+        plan.start,
+        plan.finish,
+        plan.worker_node,
     )
     return plan
 

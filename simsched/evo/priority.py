@@ -166,7 +166,9 @@ def _terminals_of(graph: nx.DiGraph) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- text form
 def _format_const(value: float) -> str:
-    text = str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
+    text = (
+        str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
+    )
     return f"({text})" if value < 0 else text
 
 
@@ -395,9 +397,7 @@ def load_priority(name_or_path: str | Path) -> nx.DiGraph:
     path = Path(text)
     if path.suffix.lower() == ".json" or path.is_file():
         if not path.is_file():
-            raise InputError(
-                f"priority file {text!r} not found; built-ins: {', '.join(BUILTIN)}"
-            )
+            raise InputError(f"priority file {text!r} not found; built-ins: {', '.join(BUILTIN)}")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:

@@ -1,0 +1,6 @@
+"""EVO-GP core (SPEC §6) as engine-independent array code.
+
+``priority``: priority functions as expression DAGs; ``planner``: Algorithm 2
+for one cluster; ``objective``: Eq. 2-5; ``allocation``: MCT and the
+allocation EA (Algorithm 1).
+"""
