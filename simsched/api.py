@@ -54,9 +54,29 @@ def prepare(scenario: Scenario) -> tuple[Fleet, pd.DataFrame, dict]:
     return fleet, table, report.as_dict()
 
 
+@dataclass
+class Simulation:
+    """A scenario made ready to run: everything validated and loaded, nothing simulated yet."""
+
+    scenario: Scenario
+    engine: Engine
+    skipped: dict
+    started: float
+
+    def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
+        complete = self.engine.run(progress)
+        return collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started)
+
+
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
         progress: Callable[[Progress], None] | None = None) -> RunResult:
     """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results."""
+    return simulation(scenario, seed=seed, jobs=jobs).run(progress)
+
+
+def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
+               jobs: int | None = None) -> Simulation:
+    """Load and validate everything a run needs (all input errors surface here)."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_overrides(seed=seed, jobs=jobs)
@@ -72,8 +92,7 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int |
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))
-    complete = engine.run(progress)
-    return collect(engine, scenario, complete, skipped, time.perf_counter() - wall)
+    return Simulation(scenario, engine, skipped, wall)
 
 
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float) -> RunResult:

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str]) -> int:
     from rich.console import Console
 
-    from simsched.api import run
+    from simsched.api import simulation
     from simsched.report import LiveProgress, metric_table
     from simsched.scenario import load_scenario
 
@@ -81,11 +81,12 @@ def _run(argv: list[str]) -> int:
     scenario = load_scenario(args.scenario)
     console = Console(stderr=True)
     quiet = args.quiet or args.json
+    ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
     if quiet:
-        result = run(scenario, seed=args.seed, jobs=args.jobs)
+        result = ready.run()
     else:
         with LiveProgress(console, scenario.name) as live:
-            result = run(scenario, seed=args.seed, jobs=args.jobs, progress=live)
+            result = ready.run(progress=live)
     if args.out:
         result.write(args.out)
     if args.json:

@@ -14,6 +14,7 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
 - ``[scheduler]`` policy, placement, backfill, allocation, heterogeneous,
   interval_s, restart_penalty_s, plus policy options
 - ``[objective]`` ``weights = [w1, w2, w3]`` (Eq. 5)
+- ``[compare]`` read only by ``python -m simsched compare`` (see simsched/compare.py)
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
         raise objective.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
     objective.finish()
+    top.get("compare", dict, {})  # options of `python -m simsched compare`, validated by simsched.compare
     top.finish()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,

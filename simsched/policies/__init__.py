@@ -16,6 +16,7 @@ from simsched.policies.allocation import ALLOCATIONS
 from simsched.policies.base import Decision, Scheduler, SchedulerView, Start
 from simsched.policies.ordering import ORDERINGS
 from simsched.policies.placement import PLACEMENTS
+from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
 from simsched.policies.queue import QueueScheduler
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
@@ -32,7 +33,7 @@ BASELINES: dict[str, tuple[str, str]] = {
 
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES))
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE))
 
 
 def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str) -> Scheduler:
@@ -42,6 +43,18 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     options = Params(spec.options, "scheduler", file)
     if ":" in spec.policy:
         scheduler = load_user_policy(spec.policy, base_dir, options.rest(), file)
+        options.finish()
+        return scheduler
+    policy = spec.policy
+    if options.get("preemptive", bool, False):
+        if policy not in PREEMPTIVE_VARIANT:
+            raise options.error("preemptive", f"policy {policy!r} has no preemptive variant; "
+                                f"preemptive = true works with {', '.join(sorted(PREEMPTIVE_VARIANT))}")
+        policy = PREEMPTIVE_VARIANT[policy]
+    if policy in PREEMPTIVE:
+        scheduler = PREEMPTIVE[policy](options, placement=PLACEMENTS[spec.placement](),
+                                       allocation=ALLOCATIONS[spec.allocation](rng_for("allocation")),
+                                       backfill=spec.backfill, interval_s=spec.interval_s)
         options.finish()
         return scheduler
     ordering_name, placement_name = spec.policy, spec.placement

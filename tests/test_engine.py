@@ -1,0 +1,200 @@
+"""Hand-computed engine cases with exact event logs (SPEC §2-§3)."""
+
+from __future__ import annotations
+
+import simsched
+from simsched.engine import Engine, EngineConfig
+from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+from simsched.policies.base import Decision, Start
+from tests.helpers import log, write_scenario
+
+TWO_BY_FOUR = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]'
+STRICT = 'policy = "fifo"\nplacement = "best_fit"\nbackfill = false'
+BACKFILL = 'policy = "fifo"\nplacement = "best_fit"\nbackfill = true'
+
+# A: 4 GPUs 0-10 on node 0; B: 4 GPUs 1-6 on node 1; C: 8 GPUs = 2 workers x 4 (largest node 4);
+# D: 1 GPU arriving behind C.
+HOL_JOBS = ["A,0,10,4,,,,,", "B,1,5,4,,,,,", "C,2,3,8,,,,,", "D,3,2,1,,,,,"]
+
+
+def test_strict_head_of_line_exact_times(tmp_path):
+    result = simsched.run(write_scenario(tmp_path, clusters=TWO_BY_FOUR, scheduler=STRICT, jobs=HOL_JOBS))
+    times = {r.job_id: (r.start, r.end) for r in result.jobs.itertuples()}
+    # C takes both nodes at 10 (node 1 idle since 6); D waits for C: 13-15.
+    assert times == {"A": (0, 10), "B": (1, 6), "C": (10, 13), "D": (13, 15)}
+    assert log(result) == [
+        (0.0, "arrive", "A", ""), (0.0, "start", "A", "0"),
+        (1.0, "arrive", "B", ""), (1.0, "start", "B", "1"),
+        (2.0, "arrive", "C", ""),
+        (3.0, "arrive", "D", ""),
+        (6.0, "finish", "B", ""),
+        (10.0, "finish", "A", ""), (10.0, "start", "C", "0 1"),
+        (13.0, "finish", "C", ""), (13.0, "start", "D", "0"),
+        (15.0, "finish", "D", ""),
+    ]
+
+
+def test_backfill_lets_small_job_pass(tmp_path):
+    result = simsched.run(write_scenario(tmp_path, clusters=TWO_BY_FOUR, scheduler=BACKFILL, jobs=HOL_JOBS))
+    times = {r.job_id: (r.start, r.end) for r in result.jobs.itertuples()}
+    # At 6 node 1 frees: C (8 GPUs) still does not fit, D does: 6-8. C starts when A ends.
+    assert times == {"A": (0, 10), "B": (1, 6), "C": (10, 13), "D": (6, 8)}
+    assert result.jobs.set_index("job_id").loc["C", "wait"] == 8.0
+
+
+def test_completion_then_arrival_then_one_decision(tmp_path):
+    jobs = ["A,0,5,4,,,,,", "B,5,1,4,,,,,", "C,5,1,4,,,,,"]
+    one_node = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4 }]'
+    result = simsched.run(write_scenario(tmp_path, clusters=one_node, scheduler=STRICT, jobs=jobs))
+    assert log(result) == [
+        (0.0, "arrive", "A", ""), (0.0, "start", "A", "0"),
+        (5.0, "finish", "A", ""), (5.0, "arrive", "B", ""), (5.0, "arrive", "C", ""),
+        (5.0, "start", "B", "0"),
+        (6.0, "finish", "B", ""), (6.0, "start", "C", "0"),
+        (7.0, "finish", "C", ""),
+    ]
+    assert result.summary["decisions"] == 3  # t=0, t=5 (one for three events), t=6; t=7 has nothing left
+
+
+def test_best_fit_picks_fullest_node_that_fits(tmp_path):
+    three = '[[cluster]]\nname = "c0"\nnodes = [{ count = 3, gpus = 4 }]'
+    jobs = ["A,0,9,2,,,,,", "B,0,9,1,,,,,", "C,0,9,3,,,,,", "D,0,9,1,,,,,", "E,0,9,2,,,,,"]
+    result = simsched.run(write_scenario(tmp_path, clusters=three, scheduler=STRICT, jobs=jobs))
+    nodes = {e[2]: e[3] for e in log(result) if e[1] == "start"}
+    # free after each: A->n0 (2,4,4); B->n0 (1,4,4); C->n1 (1,1,4); D->n0 tie on 1 free, lowest; E->n2
+    assert nodes == {"A": "0", "B": "0", "C": "1", "D": "0", "E": "2"}
+
+
+HETERO_TYPES = """
+[[gpu_type]]
+name = "fast"
+speedup = 2.0
+memory_gb = 32
+[[gpu_type]]
+name = "slow"
+speedup = 1.0
+memory_gb = 16
+"""
+FAST_SLOW = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 2, gpu_type = "fast" }, '
+             '{ count = 1, gpus = 4, gpu_type = "slow" }]')
+
+
+def test_heterogeneous_speed_and_memory_scaling(tmp_path):
+    jobs = ["A,0,100,2,,,,,fast", "B,0,50,2,,,,,fast", "C,1,10,1,,,,,fast"]
+    hetero = BACKFILL + "\nheterogeneous = true"
+    result = simsched.run(write_scenario(tmp_path, clusters=FAST_SLOW, scheduler=hetero, jobs=jobs,
+                                         extra=HETERO_TYPES))
+    rows = result.jobs.set_index("job_id")
+    # A on the fast type. B on slow: 2 x 32/16 = 4 GPUs, 50 x 2/1 = 100 s. C waits for the fast node.
+    assert (rows.loc["A", "start"], rows.loc["A", "end"], rows.loc["A", "gpu_type"]) == (0, 100, "fast")
+    assert (rows.loc["B", "start"], rows.loc["B", "end"], rows.loc["B", "gpu_type"]) == (0, 100, "slow")
+    assert rows.loc["B", "gpu_seconds"] == 400.0  # 4 slow GPUs for 100 s
+    assert (rows.loc["C", "start"], rows.loc["C", "end"], rows.loc["C", "gpu_type"]) == (100, 110, "fast")
+
+
+def test_without_heterogeneity_typed_jobs_wait_for_their_type(tmp_path):
+    jobs = ["A,0,100,2,,,,,fast", "B,0,50,2,,,,,fast"]
+    result = simsched.run(write_scenario(tmp_path, clusters=FAST_SLOW, scheduler=BACKFILL, jobs=jobs,
+                                         extra=HETERO_TYPES))
+    rows = result.jobs.set_index("job_id")
+    assert (rows.loc["B", "start"], rows.loc["B", "end"], rows.loc["B", "gpu_type"]) == (100, 150, "fast")
+
+
+def test_memory_scaling_below_one_gpu_is_a_share(tmp_path):
+    one_fast = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "fast" }]'
+    jobs = ["A,0,100,1,,,,,slow", "B,0,100,1,,,,,slow", "C,0,100,1,,,,,slow"]
+    hetero = BACKFILL + "\nheterogeneous = true"
+    result = simsched.run(write_scenario(tmp_path, clusters=one_fast, scheduler=hetero, jobs=jobs,
+                                         extra=HETERO_TYPES))
+    times = {r.job_id: (r.start, r.end) for r in result.jobs.itertuples()}
+    # 1 slow GPU (16 GB) = half a fast GPU (32 GB); speed 2: 50 s. Two share the GPU, C follows.
+    assert times == {"A": (0, 50), "B": (0, 50), "C": (50, 100)}
+
+
+def test_job_too_large_is_unscheduled_and_does_not_block(tmp_path):
+    jobs = ["BIG,0,10,64,,,,,", "A,1,5,4,,,,,"]
+    result = simsched.run(write_scenario(tmp_path, clusters=TWO_BY_FOUR, scheduler=STRICT, jobs=jobs))
+    rows = result.jobs.set_index("job_id")
+    assert rows.loc["BIG", "status"] == "unscheduled"
+    assert rows.loc["BIG", "start"] != rows.loc["BIG", "start"]  # NaN: empty in jobs.csv
+    assert (rows.loc["A", "start"], rows.loc["A", "end"]) == (1, 6)
+    assert result.summary["unscheduled"] == 1 and result.summary["completed"] == 1
+
+
+class PreemptForUrgent:
+    """Test policy: FIFO on one node; a job named U* preempts whatever runs."""
+
+    def decide(self, view):
+        preempts = []
+        free = list(view.free)
+        urgent = [j for j in view.queue if j.job_id.startswith("U")]
+        if urgent and view.running:
+            for job in view.running:
+                preempts.append(job.job_id)
+                for n in job.running_nodes:
+                    free[n] += 1000 * job.gpus // job.workers
+        starts = []
+        for job in sorted(view.queue, key=lambda j: (not j.job_id.startswith("U"), j.submit)):
+            if free[0] >= 1000:
+                free[0] -= 1000
+                starts.append(Start(job.job_id, (0,)))
+        return Decision(tuple(starts), tuple(preempts))
+
+
+def _engine(jobs, policy, **config):
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 1, "V100"),)),), builtin_gpu_types())
+    return Engine(fleet, jobs, policy, EngineConfig(**config))
+
+
+def test_preempted_job_resumes_with_progress_kept_and_penalty():
+    jobs = [JobSpec("A", 0, 100, 1, 1), JobSpec("U", 30, 10, 1, 1)]
+    engine = _engine(jobs, PreemptForUrgent(), restart_penalty_s=5.0)
+    assert engine.run()
+    assert engine.events == [
+        (0.0, "arrive", "A", ""), (0.0, "start", "A", "0"),
+        (30.0, "arrive", "U", ""), (30.0, "preempt", "A", ""), (30.0, "start", "U", "0"),
+        (40.0, "finish", "U", ""), (40.0, "start", "A", "0"),
+        (115.0, "finish", "A", ""),  # 70 s left + 5 s restart penalty
+    ]
+    a = engine.by_id["A"]
+    assert (a.first_start, a.end, a.preemptions, a.wait_so_far) == (0.0, 115.0, 1, 10.0)
+    assert a.gpu_seconds == 30.0 + 75.0
+
+
+class MigrateToFast:
+    """Test policy: start on whatever is free; when the fast node frees, move the slow job there."""
+
+    def decide(self, view):
+        free = list(view.free)
+        preempts, starts = [], []
+        for job in view.running:
+            if job.running_nodes == (1,) and free[0] >= 1000:
+                preempts.append(job.job_id)
+                starts.append(Start(job.job_id, (0,)))
+                free[0] -= 1000
+        for job in view.queue:
+            for n in (0, 1):
+                if free[n] >= 1000:
+                    free[n] -= 1000
+                    starts.append(Start(job.job_id, (n,)))
+                    break
+        return Decision(tuple(starts), tuple(preempts))
+
+
+def test_migration_rescales_remaining_work():
+    types = builtin_gpu_types()
+    types["fast"] = types["V100"].__class__("fast", 2.0, 16)
+    types["slow"] = types["V100"].__class__("slow", 1.0, 16)
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 1, "fast"), NodeGroup(1, 1, "slow"))),), types)
+    jobs = [JobSpec("B", 0, 40, 1, 1, gpu_type="fast"), JobSpec("A", 0, 100, 1, 1, gpu_type="slow")]
+    engine = Engine(fleet, jobs, MigrateToFast(), EngineConfig(heterogeneous=True))
+    assert engine.run()
+    # B (fast ref) on fast: 40 s. A (slow ref, 100 s of work) on slow until 20... B ends at 40:
+    # A did 40 s of 100 on slow; 60 left at speed 2 on fast -> 30 s; ends at 70.
+    assert engine.events == [
+        (0.0, "arrive", "B", ""), (0.0, "arrive", "A", ""),
+        (0.0, "start", "B", "0"), (0.0, "start", "A", "1"),
+        (40.0, "finish", "B", ""), (40.0, "preempt", "A", ""), (40.0, "start", "A", "0"),
+        (70.0, "finish", "A", ""),
+    ]
+    assert engine.by_id["A"].clusters == [0] and engine.by_id["A"].gpu_type_used == "fast"
