@@ -13,7 +13,7 @@ from pathlib import Path
 
 from simsched.errors import InputError, SimschedError
 
-SUBCOMMANDS = ("validate",)
+SUBCOMMANDS = ("validate", "compare")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "validate":
             return _validate(argv[1:])
+        if argv and argv[0] == "compare":
+            return _compare(argv[1:])
         return _run(argv)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -114,4 +116,53 @@ def _validate(argv: list[str]) -> int:
     fleet, table, skipped = prepare(scenario)
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
           f"{fleet.total_gpus} GPUs; {len(table)} jobs; {skipped['skipped']} rows skipped")
+    return 0
+
+
+def _compare(argv: list[str]) -> int:
+    """Several schedulers over seeds and instances: mean +- std table, ranks, CSV/Markdown."""
+    import os
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from simsched.compare import compare_spec, rich_tables, run_compare
+
+    p = _Parser(prog="python -m simsched compare",
+                description="Compare schedulers on a scenario over several seeds (and [compare] instances).")
+    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("--schedulers", metavar="A,B,C",
+                   help="comma-separated policy names or file.py:Class (default: [compare] schedulers)")
+    p.add_argument("--seeds", type=_positive_int, help="seeds per instance: seed .. seed+N-1 (default 1)")
+    p.add_argument("--workers", type=_positive_int,
+                   help=f"local worker processes (default: CPU count, {os.cpu_count()}); 1 = no subprocesses")
+    p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here")
+    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
+    p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    args = p.parse_args(argv)
+    schedulers = None
+    if args.schedulers is not None:
+        schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
+        if not schedulers:
+            raise InputError("python -m simsched compare: --schedulers: give at least one name")
+    spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
+                        rank_by=args.rank_by)
+    if args.quiet:
+        result = run_compare(spec, workers=args.workers)
+    else:
+        with Progress(console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("runs", total=None)
+            result = run_compare(spec, workers=args.workers,
+                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if not args.quiet:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=max(100, 28 + 24 * len(spec.schedulers)))
+        for table in rich_tables(result):
+            console.print(table)
+    if args.out:
+        paths = result.write(args.out)
+        if not args.quiet:
+            print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return 0

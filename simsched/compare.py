@@ -1,0 +1,334 @@
+"""``python -m simsched compare``: several schedulers over several seeds and instances (SPEC §7).
+
+A *case* is one (instance, seed). The instances are the scenario file itself
+plus every file listed in its ``[compare] instances``; each instance runs with
+seeds ``seed .. seed+N-1`` of its own ``seed``. Every scheduler runs on every
+case with the instance's placement, backfill, allocation, heterogeneity,
+``interval_s`` and ``restart_penalty_s``; only ``policy`` changes. A
+scheduler gets the instance's other ``[scheduler]`` options only when it is
+the instance's own policy, and ``[compare.options."NAME"]`` otherwise.
+
+Optional table in the scenario::
+
+    [compare]
+    schedulers = ["fifo", "sjf", "my_policy.py:MyPolicy"]   # default for --schedulers
+    seeds = 3                                               # default for --seeds
+    instances = ["other_instance.toml"]                     # relative to this file
+    rank_by = "avg_jct"                                     # metric for the ranks
+    [compare.options.las]
+    las_thresholds = [600.0, 6000.0]
+
+Runs go to local processes (``ProcessPoolExecutor``); each task carries only
+the scenario path and overrides, and results are put back in task order, so
+a parallel run equals a serial one. :func:`run_compare` returns data frames;
+the rendering helpers at the bottom are the report layer (only they import rich).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simsched.errors import InputError
+from simsched.scenario import Scenario, load_scenario, read_toml
+from simsched.workloads.registry import Params
+
+#: every §7 summary metric the comparison reports: key, label, higher is better
+METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("completed", "Completed jobs", True),
+    ("unscheduled", "Unscheduled jobs", False),
+    ("avg_jct", "Avg JCT (s)", False),
+    ("weighted_jct", "Weighted JCT (s)", False),
+    ("avg_wait", "Avg wait (s)", False),
+    ("max_wait", "Max wait (s)", False),
+    ("cq_avg", "C_q,avg (s)", False),
+    ("cq_max", "C_q,max (s)", False),
+    ("utilization", "GPU-time utilization", True),
+    ("deadline_miss_rate", "Deadline miss rate", False),
+    ("preemptions", "Preemptions", False),
+    ("makespan", "Makespan (s)", False),
+    ("objective", "Objective (Eq. 5)", False),
+)
+METRIC_KEYS = tuple(key for key, _, _ in METRICS)
+DEFAULT_SCHEDULERS = ("fifo", "sjf", "srtf", "edf", "hrrn", "sufferage")
+
+
+@dataclass(frozen=True, slots=True)
+class CompareSpec:
+    """What to compare, after CLI flags and the ``[compare]`` table are merged and checked."""
+
+    scenario: Path
+    instances: tuple[Path, ...]
+    schedulers: tuple[str, ...]
+    seeds: int
+    rank_by: str = "avg_jct"
+    jobs: int | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunTask:
+    """One simulation: everything a worker process needs, as plain picklable data."""
+
+    instance: Path
+    instance_name: str
+    seed: int
+    scheduler: str
+    options: dict[str, Any] | None  # None: keep the instance's own [scheduler] options
+    jobs: int | None
+
+
+@dataclass
+class CompareResult:
+    """Per-run metrics, the mean/std table and the ranks."""
+
+    spec: CompareSpec
+    runs: pd.DataFrame  # one row per (instance, seed, scheduler): metrics + rank
+    table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
+    ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
+
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / "compare.csv", out / "compare_runs.csv", out / "compare.md"]
+        self.table.to_csv(paths[0], index=False)
+        self.runs.to_csv(paths[1], index=False)
+        paths[2].write_text(to_markdown(self))
+        return paths
+
+
+def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
+                 seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None) -> CompareSpec:
+    """Merge flags with the scenario's ``[compare]`` table; check names and files up front."""
+    path = Path(scenario_path)
+    load_scenario(path)  # the scenario itself must be valid
+    table = Params(read_toml(path).get("compare", {}), "compare", path)
+    own_schedulers = table.get_list("schedulers", str, list(DEFAULT_SCHEDULERS))
+    own_seeds = table.get("seeds", int, 1, min_value=1)
+    base = path.resolve().parent
+    instances = [path] + [Path(p) if Path(p).is_absolute() else base / p
+                          for p in table.get_list("instances", str, [])]
+    own_rank_by = table.get("rank_by", str, "avg_jct", choices=METRIC_KEYS)
+    options = table.sub("options").rest()
+    for name, value in options.items():
+        if not isinstance(value, dict):
+            raise table.error(f"options.{name}", f"must be a table of [scheduler] options, got {value!r}")
+    table.finish()
+    for instance in instances[1:]:
+        load_scenario(instance)
+    chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
+    if not chosen:
+        raise InputError(f"{path}: compare: no schedulers to compare")
+    if len(set(chosen)) != len(chosen):
+        raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
+    resolved = tuple(_resolve_user_policy(name, path) for name in chosen)
+    _check_names(resolved, path)
+    spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
+                       rank_by or own_rank_by, jobs, options)
+    if spec.rank_by not in METRIC_KEYS:
+        raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(METRIC_KEYS)}")
+    _check_builds(spec)
+    return spec
+
+
+def _resolve_user_policy(name: str, scenario: Path) -> str:
+    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
+    where, sep, cls = name.rpartition(":")
+    if not sep or not where.endswith(".py") or Path(where).is_absolute():
+        return name
+    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
+        return name
+    return f"{Path(where).resolve()}:{cls}"
+
+
+def _check_names(names: Sequence[str], path: Path) -> None:
+    from simsched.policies import policy_names
+
+    valid = policy_names()
+    for name in names:
+        if ":" not in name and name not in valid:
+            raise InputError(f"{path}: compare: unknown scheduler {name!r}; valid: {', '.join(valid)}, "
+                             "or 'my_policy.py:MyPolicy'")
+
+
+def _check_builds(spec: CompareSpec) -> None:
+    """Build every scheduler once on every instance so a bad option or policy file fails before any run."""
+    from simsched.policies import build_scheduler
+    from simsched.seeding import stream
+
+    for instance in spec.instances:
+        scenario = load_scenario(instance)
+        for name in spec.schedulers:
+            variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
+            build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
+                            rng_for=lambda n, s=variant.seed: stream(s, n), file=str(instance))
+
+
+def _options_for(spec: CompareSpec, scenario: Scenario, name: str) -> dict[str, Any] | None:
+    if name == scenario.scheduler.policy:
+        return None
+    return dict(spec.options.get(name, {}))
+
+
+def _with_scheduler(scenario: Scenario, name: str, options: dict[str, Any] | None) -> Scenario:
+    scheduler = replace(scenario.scheduler, policy=name,
+                        options=scenario.scheduler.options if options is None else options)
+    return scenario.with_overrides(scheduler=scheduler)
+
+
+def plan(spec: CompareSpec) -> list[RunTask]:
+    """Every run, in the fixed order results are reported in: instance, seed, scheduler."""
+    tasks = []
+    for instance in spec.instances:
+        scenario = load_scenario(instance)
+        label = scenario.name if len(spec.instances) == 1 else f"{scenario.name}({instance.name})"
+        for seed in range(scenario.seed, scenario.seed + spec.seeds):
+            for name in spec.schedulers:
+                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs))
+    return tasks
+
+
+def run_task(task: RunTask) -> dict[str, Any]:
+    """Run one task (in a worker process): load the scenario by path, override, simulate."""
+    from simsched.api import run
+
+    scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
+    summary = run(scenario, seed=task.seed, jobs=task.jobs).summary
+    row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
+    row.update({key: summary[key] for key in METRIC_KEYS})
+    return row
+
+
+def run_compare(spec: CompareSpec, *, workers: int | None = None,
+                progress: Callable[[int, int], None] | None = None) -> CompareResult:
+    """Run every task (in ``workers`` processes; 1 = in this process) and tabulate."""
+    tasks = plan(spec)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    rows: list[dict[str, Any]] = []
+    if workers == 1:
+        for task in tasks:
+            rows.append(run_task(task))
+            if progress:
+                progress(len(rows), len(tasks))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for row in pool.map(run_task, tasks):  # map keeps task order
+                rows.append(row)
+                if progress:
+                    progress(len(rows), len(tasks))
+    return tabulate(spec, pd.DataFrame(rows))
+
+
+def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
+    """Mean +- sample std (0 for one case) per metric and scheduler; ranks per case on ``rank_by``."""
+    order = list(spec.schedulers)
+    runs = runs.copy()
+    runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
+    higher = dict((key, better) for key, _, better in METRICS)
+    # ties share the average rank; rank 1 is best
+    runs["rank"] = runs.groupby("case")[spec.rank_by].rank(method="average", ascending=not higher[spec.rank_by])
+    records = []
+    grouped = runs.groupby("scheduler", sort=False)
+    for key, label, better in METRICS:
+        means = grouped[key].mean()
+        stds = grouped[key].std(ddof=1).fillna(0.0)
+        best_value = means.max() if better else means.min()
+        for name in order:
+            records.append({"metric": key, "label": label, "scheduler": name, "mean": float(means[name]),
+                            "std": float(stds[name]), "n": int(grouped[key].count()[name]),
+                            "best": bool(math.isclose(means[name], best_value, rel_tol=1e-12, abs_tol=1e-12)),
+                            "higher_is_better": better})
+    table = pd.DataFrame(records)
+    ranks = runs.pivot(index="scheduler", columns="case", values="rank")
+    cases = list(dict.fromkeys(runs["case"]))
+    ranks = ranks.loc[order, cases]
+    ranks["mean_rank"] = ranks.mean(axis=1)
+    runs = runs.drop(columns="case")
+    return CompareResult(spec, runs, table, ranks)
+
+
+# -- rendering (report layer) ---------------------------------------------------------------
+def _fmt(key: str, value: float) -> str:
+    if key in ("completed", "unscheduled", "preemptions"):
+        return f"{value:,.1f}" if value != int(value) else f"{int(value):,d}"
+    if key in ("utilization", "deadline_miss_rate"):
+        return f"{value:.3f}"
+    return f"{value:,.1f}"
+
+
+def _cell(row) -> str:
+    return f"{_fmt(row.metric, row.mean)} ± {_fmt(row.metric, row.std)}"
+
+
+def _title(result: CompareResult) -> str:
+    spec = result.spec
+    cases = result.runs[["instance", "seed"]].drop_duplicates().shape[0]
+    instances = len(spec.instances)
+    return (f"{load_scenario(spec.scenario).name}: mean ± std over {cases} case(s) "
+            f"({instances} instance(s) x {spec.seeds} seed(s))")
+
+
+def to_markdown(result: CompareResult) -> str:
+    """Both tables as Markdown; the best mean of each metric in bold."""
+    order = list(result.spec.schedulers)
+    lines = [f"## {_title(result)}", "", "| Metric | " + " | ".join(f"`{n}`" for n in order) + " |",
+             "|---|" + "---:|" * len(order)]
+    for key, label, _ in METRICS:
+        rows = result.table[result.table["metric"] == key].set_index("scheduler")
+        cells = []
+        for name in order:
+            row = rows.loc[name]
+            text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
+            cells.append(f"**{text}**" if row["best"] else text)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", f"### Rank by {result.spec.rank_by} per case (1 = best; ties share the mean rank)", ""]
+    cases = [c for c in result.ranks.columns if c != "mean_rank"]
+    lines.append("| Scheduler | " + " | ".join(cases) + " | Mean rank |")
+    lines.append("|---|" + "---:|" * (len(cases) + 1))
+    best = result.ranks["mean_rank"].min()
+    for name in order:
+        r = result.ranks.loc[name]
+        mean = f"{r['mean_rank']:.2f}"
+        lines.append(f"| `{name}` | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
+                     + (f"**{mean}**" if r["mean_rank"] == best else mean) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def rich_tables(result: CompareResult) -> list:
+    """The metric table (best per row highlighted) and the rank table, as rich Tables."""
+    from rich.table import Table
+
+    order = list(result.spec.schedulers)
+    metrics = Table(title=_title(result))
+    metrics.add_column("Metric")
+    for name in order:
+        metrics.add_column(name, justify="right")
+    for key, label, _ in METRICS:
+        rows = result.table[result.table["metric"] == key].set_index("scheduler")
+        cells = []
+        for name in order:
+            row = rows.loc[name]
+            text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
+            cells.append(f"[bold green]{text}[/]" if row["best"] else text)
+        metrics.add_row(label, *cells)
+    ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)")
+    ranks.add_column("Scheduler")
+    cases = [c for c in result.ranks.columns if c != "mean_rank"]
+    for case in cases:
+        ranks.add_column(case, justify="right")
+    ranks.add_column("Mean rank", justify="right")
+    best = result.ranks["mean_rank"].min()
+    for name in order:
+        r = result.ranks.loc[name]
+        mean = f"{r['mean_rank']:.2f}"
+        ranks.add_row(name, *(f"{r[c]:g}" for c in cases),
+                      f"[bold green]{mean}[/]" if r["mean_rank"] == best else mean)
+    return [metrics, ranks]
