@@ -384,20 +384,20 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
     sigma = ws.sigma[p]
     for i in range(ws.member_count[p]):
         j = ws.members[p, i]
-        pw = k.per_worker[j, p]
+        units = k.per_worker[j, p]
         r = k.workers[j]
-        t = _earliest(now, pw, r, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], sigma)
+        t = _earliest(now, units, r, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], sigma)
         if t == np.inf:
             return np.inf, np.inf, np.inf, np.inf, count + 1.0
         d = k.duration[j, p]
         fin = _commit(
-            now, t, d, pw, r, sigma, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], ws.nodes
+            now, t, d, units, r, sigma, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], ws.nodes
         )
         uq = k.weight[j] * (k.queued[j] + (t - now))  # Eq. 2
         sum_uq += uq
         if uq > max_uq:
             max_uq = uq
-        sum_gd += float(pw * r) * d
+        sum_gd += float(units * r) * d
         if fin > max_f:
             max_f = fin
         count += 1.0

@@ -199,14 +199,14 @@ def plan_reference(
         (float(f), [int(u) for u in row]) for f, row in zip(x.fixed_finish, x.fixed_usage)
     ]
     for j in (int(j) for j in x.order):
-        pw, r, d = int(x.per_worker[j]), int(x.workers[j]), float(x.duration[j])
+        units, r, d = int(x.per_worker[j]), int(x.workers[j]), float(x.duration[j])
         candidates = sorted({x.now} | {f for f, _ in placed if f >= x.now})
         start, nodes = INFEASIBLE, None
         for t in candidates:
             sigma = [  # Eq. 12
                 cap[n] - sum(usage[n] for f, usage in placed if f > t) for n in range(len(cap))
             ]
-            nodes = _best_fit(sigma, pw, r)
+            nodes = _best_fit(sigma, units, r)
             if nodes is not None:
                 start = t
                 break
@@ -218,7 +218,7 @@ def plan_reference(
         plan.worker_node[plan.worker_offset[j] : plan.worker_offset[j + 1]] = nodes
         usage = [0] * len(cap)
         for n in nodes:
-            usage[n] += pw
+            usage[n] += units
         placed.append((start + d, usage))
     return plan
 
@@ -444,11 +444,11 @@ def _plan_cluster(
     )
     for k in range(order.shape[0]):
         j = order[k]
-        pw = per_worker[j]
+        units = per_worker[j]
         r = workers[j]
         t = _earliest(
             now,
-            pw,
+            units,
             r,
             base,
             item_finish,
@@ -468,7 +468,7 @@ def _plan_cluster(
             now,
             t,
             duration[j],
-            pw,
+            units,
             r,
             sigma,
             base,

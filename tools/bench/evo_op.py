@@ -10,8 +10,9 @@ wait, each with 0-2 h already queued. Capacities are in milli-GPUs, as in the en
 Measured: one full decision (Eq. 17 priority over the queue, then the EA with
 n = 100 and 200 generations, cache on), median of ``--repeat`` runs after one
 warm-up (the warm-up includes numba compilation or cache loading). Also the
-planner on cluster 0 with every queued job: plain-Python reference against
-the numba kernel, and whether the two agree exactly.
+planner on cluster 0: plain-Python reference against
+the numba kernel (first ``--reference-jobs`` jobs by priority), and whether
+the two agree exactly.
 """
 
 from __future__ import annotations
@@ -162,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--reference-jobs",
+        type=int,
+        default=200,
+        help="jobs (first by priority) in the reference-vs-kernel planner comparison",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -175,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
 
     c = instance.clusters[0]
     order = np.argsort(evaluate(load_priority("gp-paper"), features), kind="stable")
+    order = order[: args.reference_jobs]
     plan_args = (
         instance.now,
         c.capacity,
@@ -202,9 +210,10 @@ def main(argv: list[str] | None = None) -> int:
             (ref.worker_node, ker.worker_node),
         )
     )
-    mct_objective_start = time.perf_counter()
+    mct_assign(instance)  # warm-up (numba cache load)
+    mct_start = time.perf_counter()
     mct_assign(instance)
-    mct_s = time.perf_counter() - mct_objective_start
+    mct_s = time.perf_counter() - mct_start
     report = {
         "queued": args.queued,
         "clusters": args.clusters,
@@ -223,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         "planner_reference_s": reference_s,
         "planner_kernel_s": kernel_s,
         "planner_speedup": reference_s / kernel_s if kernel_s > 0 else float("inf"),
+        "planner_jobs": int(order.size),
         "planner_agree": agree,
     }
     if args.json:
@@ -239,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{result.cache_hits} cache hits"
         )
         print(
-            f"  planner, cluster 0 with all {args.queued} jobs: reference {reference_s * 1e3:.1f} ms, "
+            f"  planner, cluster 0 with {order.size} jobs: reference {reference_s * 1e3:.1f} ms, "
             f"kernel {kernel_s * 1e3:.3f} ms, ratio x{report['planner_speedup']:.0f}, "
             f"identical: {agree}"
         )
