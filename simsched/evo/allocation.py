@@ -39,7 +39,7 @@ from simsched.evo.planner import (
 SEED_OPTIONS: tuple[str, ...] = ("mct", "current")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ClusterState:
     """One cluster at decision time: node capacities and the running jobs it keeps.
 
@@ -60,6 +60,8 @@ class ClusterState:
             raise InputError('ClusterState: "capacity" must be >= 0 on every node')
         ffin = np.zeros(0) if self.fixed_finish is None else self.fixed_finish
         ffin = np.ascontiguousarray(np.asarray(ffin, dtype=np.float64).reshape(-1))
+        if np.any(np.isnan(ffin)):
+            raise InputError('ClusterState: "fixed_finish" must not be NaN')
         k = ffin.shape[0]
         fuse = np.zeros((k, cap.shape[0])) if self.fixed_usage is None else self.fixed_usage
         fuse = np.asarray(fuse)
@@ -128,7 +130,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class AllocationInstance:
     """One allocation decision: clusters, schedulable jobs and their priority values.
 
@@ -736,7 +738,7 @@ def objective_reference(instance: AllocationInstance, assignment: np.ndarray) ->
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class EvolveResult:
     """Outcome of :func:`evolve`. ``history[0]`` is the best after init, then one per generation."""
 

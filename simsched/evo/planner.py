@@ -50,7 +50,7 @@ from simsched.errors import InputError
 INFEASIBLE = math.inf
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Plan:
     """Planned start/finish per job, and each worker's node.
 
