@@ -1,0 +1,137 @@
+"""``python -m simsched compare``: serial == parallel, files written, student policies ranked;
+and every command in docs/assignment.md runs as written."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simsched.cli import main
+from simsched.compare import METRIC_KEYS, compare_spec, run_compare
+
+REPO = Path(__file__).resolve().parents[1]
+STUDENT = REPO / "tests" / "student_policy.py"
+
+SCENARIO = """
+name = "cmp"
+seed = 4
+[[cluster]]
+name = "c0"
+nodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]
+[workload]
+source = "synthetic"
+generator = "simple"
+jobs = 40
+gpus = [1, 2, 4]
+mean_duration_s = 600.0
+[scheduler]
+policy = "fifo"
+restart_penalty_s = 5
+[compare]
+seeds = 2
+[compare.options.las]
+las_thresholds = [300.0, 3000.0]
+"""
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Path:
+    path = tmp_path / "cmp.toml"
+    path.write_text(SCENARIO)
+    shutil.copy(STUDENT, tmp_path / "student_policy.py")
+    return path
+
+
+SCHEDULERS = ["fifo", "sjf", "edf", "hrrn", "sufferage", "las", "srtf-preemptive", "spark",
+              "student_policy.py:StudentPolicy"]
+
+
+def test_serial_equals_parallel(scenario: Path) -> None:
+    spec = compare_spec(scenario, schedulers=SCHEDULERS)
+    serial = run_compare(spec, workers=1)
+    parallel = run_compare(spec, workers=2)
+    pd.testing.assert_frame_equal(serial.runs, parallel.runs)
+    pd.testing.assert_frame_equal(serial.table, parallel.table)
+    pd.testing.assert_frame_equal(serial.ranks, parallel.ranks)
+    assert len(serial.runs) == len(SCHEDULERS) * 2
+    assert list(serial.runs["seed"].unique()) == [4, 5]
+    assert serial.runs.groupby("scheduler")["preemptions"].sum()["las"] > 0
+    assert serial.runs.groupby("scheduler")["preemptions"].sum()["fifo"] == 0
+
+
+def test_table_ranks_and_best(scenario: Path) -> None:
+    result = run_compare(compare_spec(scenario, schedulers=["fifo", "sjf", "student_policy.py:StudentPolicy"]),
+                         workers=1)
+    table = result.table
+    assert set(table["metric"]) == set(METRIC_KEYS)
+    jct = table[table["metric"] == "avg_jct"].set_index("scheduler")
+    assert jct["best"].sum() == 1 and jct.loc[jct["mean"].idxmin(), "best"]
+    runs = result.runs
+    for _seed, group in runs.groupby("seed"):  # rank 1 = smallest avg JCT in each case
+        assert group.loc[group["avg_jct"].idxmin(), "rank"] == 1
+        assert sorted(group["rank"]) == [1.0, 2.0, 3.0]
+    expected_mean = runs.groupby("scheduler")["rank"].mean()
+    assert result.ranks["mean_rank"].to_dict() == pytest.approx(expected_mean.to_dict())
+    mean_jct = runs.groupby("scheduler")["avg_jct"].mean()
+    assert jct["mean"].to_dict() == pytest.approx(mean_jct.to_dict())
+
+
+def test_cli_writes_csv_and_markdown(scenario: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    code = main(["compare", str(scenario), "--schedulers", f"fifo,sjf,las,{STUDENT}:StudentPolicy",
+                 "--seeds", "2", "--workers", "2", "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Avg JCT (s)" in printed and "Mean rank" in printed and "StudentPolicy" in printed
+    table = pd.read_csv(out / "compare.csv")
+    assert set(table["scheduler"]) == {"fifo", "sjf", "las", f"{STUDENT}:StudentPolicy"}
+    runs = pd.read_csv(out / "compare_runs.csv")
+    assert len(runs) == 8 and {"instance", "seed", "scheduler", "rank", *METRIC_KEYS} <= set(runs.columns)
+    markdown = (out / "compare.md").read_text()
+    assert "| Avg JCT (s) |" in markdown and "Mean rank" in markdown and "**" in markdown
+
+
+def test_instances_from_the_compare_table(scenario: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.toml"
+    other.write_text(SCENARIO.replace('name = "cmp"', 'name = "other"').replace("seed = 4", "seed = 9")
+                     .split("[compare]")[0])
+    scenario.write_text(SCENARIO.replace("[compare]", '[compare]\ninstances = ["other.toml"]'))
+    result = run_compare(compare_spec(scenario, schedulers=["fifo", "sjf"], seeds=1), workers=1)
+    assert list(result.runs[["instance", "seed"]].drop_duplicates().itertuples(index=False, name=None)) == [
+        ("cmp(cmp.toml)", 4), ("other(other.toml)", 9)]
+    assert list(result.ranks.columns) == ["cmp(cmp.toml)#4", "other(other.toml)#9", "mean_rank"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--schedulers", "fifo,nope"], "unknown scheduler 'nope'"),
+    (["--schedulers", "missing.py:X"], "policy file"),
+    (["--rank-by", "speed"], "is not a metric"),
+    (["--seeds", "0"], "--seeds"),
+])
+def test_bad_input_is_one_line_exit_2(scenario: Path, args: list[str], message: str, capsys) -> None:
+    assert main(["compare", str(scenario), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _doc_commands() -> list[str]:
+    text = (REPO / "docs" / "assignment.md").read_text()
+    blocks = re.findall(r"```(?:bash|sh|console)\n(.*?)```", text, flags=re.S)
+    return [line.strip() for block in blocks for line in block.splitlines()
+            if line.strip().startswith("python -m simsched")]
+
+
+def test_assignment_commands_run_as_written() -> None:
+    commands = _doc_commands()
+    assert any("compare docs/examples/compare_mine.toml --schedulers fifo,sjf,my_policy.py:MyPolicy" in c
+               for c in commands)
+    for command in commands:
+        argv = command.split()
+        done = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
