@@ -1,9 +1,13 @@
 """The SimPy engine (SPEC §3): the only place that changes simulation state.
 
-Each job is one process (``job_lifecycle``): it waits to be started, runs
-until its completion event or an interrupt (preemption), and repeats. Each
-node's GPUs are a :class:`simpy.Container` of milli-GPUs. One scheduler
-process waits for wake-ups and asks the policy for a decision.
+Arrival and queueing are engine bookkeeping (an arrival feeder process
+releases jobs at their submit times into the queue). Each job's run is one
+process (``job_lifecycle``), spawned at its first start: it runs until its
+completion event or an interrupt (preemption), waits in the queue for its
+next start, and so on until it finishes. Spawning at the first start rather
+than at arrival saves one event per job (about 15% of run time) and changes
+no result. Each node's GPUs are a :class:`simpy.Container` of milli-GPUs.
+One scheduler process waits for wake-ups and asks the policy for a decision.
 
 Same-timestamp order (SPEC §3) comes from SimPy's (time, priority, id)
 event order: completions are scheduled URGENT, arrivals NORMAL, and the
@@ -13,6 +17,7 @@ until it has run.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -50,7 +55,7 @@ class JobRecord:
         "home_cluster", "options", "remaining_work", "attained_service", "queued_since",
         "wait_so_far", "running_nodes", "running_cluster", "run_start", "run_speed", "run_share",
         "preemptions", "status", "first_start", "end", "clusters", "gpu_type_used",
-        "gpu_seconds", "wakeup", "process", "reason", "run_penalty",
+        "gpu_seconds", "wakeup", "process", "reason", "run_penalty", "queue_seq",
     )  # fmt: skip
 
     def __init__(self, spec: JobSpec, index: int, home_cluster: int | None, options: tuple[Option, ...]) -> None:
@@ -68,6 +73,7 @@ class JobRecord:
         self.remaining_work = spec.duration
         self.attained_service = 0.0
         self.queued_since = spec.submit
+        self.queue_seq = -1  # grows each time the job (re-)enters the queue
         self.wait_so_far = 0.0
         self.running_nodes: tuple[int, ...] = ()
         self.running_cluster: int | None = None
@@ -101,17 +107,50 @@ class FleetState:
 
 
 class View:
-    """The read-only state passed to ``Scheduler.decide`` (implements ``SchedulerView``)."""
+    """The read-only state passed to ``Scheduler.decide`` (implements ``SchedulerView``).
 
-    __slots__ = ("now", "fleet", "queue", "running", "free")
+    ``queue`` and ``running`` are built on first use: many decisions never look at
+    all of them, and the queue may hold thousands of jobs.
+    """
 
-    def __init__(self, now: float, fleet: FleetState, queue: Sequence[JobRecord],
-                 running: Sequence[JobRecord], free: Sequence[int]) -> None:
+    __slots__ = ("now", "fleet", "free", "_queue", "_queue_tuple", "_running", "_running_tuple")
+
+    def __init__(self, now: float, fleet: FleetState, queue: dict[str, JobRecord],
+                 running: dict[str, JobRecord], free: Sequence[int]) -> None:
         self.now = now
         self.fleet = fleet
-        self.queue = queue
-        self.running = running
         self.free = free
+        self._queue = queue
+        self._queue_tuple: tuple[JobRecord, ...] | None = None
+        self._running = running
+        self._running_tuple: tuple[JobRecord, ...] | None = None
+
+    @property
+    def queue(self) -> tuple[JobRecord, ...]:
+        """Queued jobs in the order they (re-)entered the queue."""
+        if self._queue_tuple is None:
+            self._queue_tuple = tuple(self._queue.values())
+        return self._queue_tuple
+
+    @property
+    def queue_length(self) -> int:
+        return len(self._queue)
+
+    def queued_after(self, seq: int) -> list[JobRecord]:
+        """Jobs that entered the queue after ``queue_seq`` ``seq``, newest first (cheap: reads the tail)."""
+        out = []
+        for job in reversed(self._queue.values()):
+            if job.queue_seq <= seq:
+                break
+            out.append(job)
+        return out
+
+    @property
+    def running(self) -> tuple[JobRecord, ...]:
+        """Running jobs in start order."""
+        if self._running_tuple is None:
+            self._running_tuple = tuple(self._running.values())
+        return self._running_tuple
 
     def queued_time(self, job: JobRecord) -> float:
         if job.status == QUEUED:
@@ -147,16 +186,21 @@ class Progress:
     wall_s: float
 
 
-def job_lifecycle(env: simpy.Environment, engine: Engine, job: JobRecord):
-    """arrive -> queue -> run -> (preempted -> queue -> run)* -> finish."""
+def job_lifecycle(env: simpy.Environment, engine: Engine, job: JobRecord, run_time: float):
+    """run -> (preempted -> queue -> run)* -> finish; the engine starts it at the job's first start."""
     while True:
         try:
-            run_time = yield job.wakeup
             yield Completion(env, run_time)
+            break
         except simpy.Interrupt:
-            continue  # the engine re-queued the job and gave it a fresh wake-up
-        engine.finish(job)
-        return
+            pass
+        while True:  # preempted: wait in the queue for the next start
+            try:
+                run_time = yield job.wakeup
+                break
+            except simpy.Interrupt:
+                continue
+    engine.finish(job)
 
 
 def arrival_feeder(env: simpy.Environment, engine: Engine, jobs: Sequence[JobRecord]):
@@ -211,9 +255,11 @@ class Engine:
         )
         self.containers = [simpy.Container(self.env, capacity=c, init=c) for c in capacity]
         self.free = list(capacity)  # mirrors the containers' levels for cheap reads
+        self._options_by_shape: dict[tuple, tuple[Option, ...]] = {}
         self.jobs = [self._record(spec, i) for i, spec in enumerate(jobs)]
         self.by_id = {job.job_id: job for job in self.jobs}
-        self.queue: list[JobRecord] = []
+        self.queue: dict[str, JobRecord] = {}  # insertion order = queue order
+        self._queue_seq = -1
         self.running: dict[str, JobRecord] = {}
         self.events: list[tuple[float, str, str, str]] = []
         self.outstanding = len(self.jobs)
@@ -230,14 +276,19 @@ class Engine:
 
     # -- setup ---------------------------------------------------------------
     def _record(self, spec: JobSpec, index: int) -> JobRecord:
-        names = self.fleet.cluster_names
+        names = self.fleet_state.cluster_names
         home = None
         if spec.home_cluster is not None and spec.home_cluster in names:
             home = names.index(spec.home_cluster)
         elif len(names) == 1:
             home = 0
         job = JobRecord(spec, index, home, ())
-        job.options = self._options(job)
+        restrict = home if self.config.restrict_to_home else None
+        shape = (spec.gpu_type, spec.gpus, spec.workers, spec.allowed_types, restrict)
+        options = self._options_by_shape.get(shape)
+        if options is None:
+            options = self._options_by_shape[shape] = self._options(job)
+        job.options = options
         return job
 
     def _options(self, job: JobRecord) -> tuple[Option, ...]:
@@ -271,10 +322,12 @@ class Engine:
             return
         job.status = QUEUED
         job.queued_since = now
-        job.wakeup = self.env.event()
-        job.process = self.env.process(job_lifecycle(self.env, self, job))
-        self.queue.append(job)
+        self._enqueue(job)
         self.request_decision()
+
+    def _enqueue(self, job: JobRecord) -> None:
+        job.queue_seq = self._queue_seq = self._queue_seq + 1
+        self.queue[job.job_id] = job
 
     def finish(self, job: JobRecord) -> None:
         now = self.env.now
@@ -308,8 +361,7 @@ class Engine:
         self._wakeup_pending = False
         if not self.queue and not self.running:
             return
-        view = View(self.env.now, self.fleet_state, tuple(self.queue), tuple(self.running.values()),
-                    tuple(self.free))
+        view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free))
         decision = self.scheduler.decide(view)
         self.decisions += 1
         if decision.preempts or decision.starts:
@@ -324,15 +376,11 @@ class Engine:
             if job is None or job.status != RUNNING:
                 raise DecisionError(f"cannot preempt job {job_id!r}: it is not running")
             self.preempt(job)
-        started = set()
         for start in decision.starts:
-            job = self.by_id.get(start.job_id)
-            if job is None or job.status != QUEUED or start.job_id in started:
+            job = self.queue.pop(start.job_id, None)
+            if job is None:
                 raise DecisionError(f"cannot start job {start.job_id!r}: it is not queued")
-            started.add(start.job_id)
             self.start(job, start.nodes)
-        if started:
-            self.queue = [j for j in self.queue if j.job_id not in started]
 
     def _option_for(self, job: JobRecord, nodes: tuple[int, ...]) -> Option:
         fleet = self.fleet_state
@@ -360,9 +408,12 @@ class Engine:
         nodes = tuple(nodes)
         option = self._option_for(job, nodes)
         share = option.per_worker
-        need: dict[int, int] = {}
-        for n in nodes:
-            need[n] = need.get(n, 0) + share
+        if len(nodes) == 1:
+            need = {nodes[0]: share}
+        else:
+            need = {}
+            for n in nodes:
+                need[n] = need.get(n, 0) + share
         for n, amount in need.items():
             if amount > self.free[n]:
                 raise DecisionError(f"starting job {job.job_id!r} would over-allocate node {n}: "
@@ -387,7 +438,11 @@ class Engine:
         job.gpu_type_used = option.gpu_type
         self.running[job.job_id] = job
         self.events.append((now, "start", job.job_id, " ".join(map(str, nodes))))
-        job.wakeup.succeed(penalty + job.remaining_work / option.speed)
+        run_time = penalty + job.remaining_work / option.speed
+        if job.process is None:
+            job.process = self.env.process(job_lifecycle(self.env, self, job, run_time))
+        else:
+            job.wakeup.succeed(run_time)
 
     def preempt(self, job: JobRecord) -> None:
         """Stop a running job, keep its finished work, and put it back in the queue."""
@@ -400,7 +455,7 @@ class Engine:
         job.queued_since = now
         job.wakeup = self.env.event()
         job.process.interrupt("preempted")
-        self.queue.append(job)
+        self._enqueue(job)
         self.events.append((now, "preempt", job.job_id, ""))
 
     def _account_run(self, job: JobRecord, now: float) -> None:
@@ -429,6 +484,10 @@ class Engine:
         started = time.perf_counter()
         events = 0
         done_in_chunk = 0
+        # A run allocates millions of short-lived events; the default generation-0
+        # threshold (700) makes the cyclic GC run thousands of times for nothing.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], 20_000), *thresholds[1:])
         try:
             while True:
                 for done_in_chunk in range(every):  # noqa: B007 (read after EmptySchedule)
@@ -440,6 +499,8 @@ class Engine:
             events += done_in_chunk
         except KeyboardInterrupt:
             return False
+        finally:
+            gc.set_threshold(*thresholds)
         self._close_unfinished()
         if progress is not None:
             progress(self.snapshot(horizon, events, started))
@@ -451,8 +512,8 @@ class Engine:
 
     def _close_unfinished(self) -> None:
         """Jobs still queued when nothing is left to happen are reported unscheduled."""
-        for job in self.queue:
+        for job in self.queue.values():
             job.status = UNSCHEDULED
             job.reason = "never started (the scheduler left it queued until the end)"
             self.events.append((self.env.now, "unscheduled", job.job_id, job.reason))
-        self.queue = []
+        self.queue = {}

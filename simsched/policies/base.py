@@ -66,6 +66,7 @@ class JobView(Protocol):
     remaining_work: float  # reference-type seconds still to run
     attained_service: float  # GPU-seconds received so far (LAS)
     queued_since: float  # when it last entered the queue
+    queue_seq: int  # grows by one each time any job enters the queue (newest = largest)
     wait_so_far: float  # queue time accumulated before the current queue spell
     running_nodes: tuple[int, ...]  # nodes while running, () when queued
     running_cluster: int | None
@@ -94,6 +95,12 @@ class SchedulerView(Protocol):
     queue: Sequence[JobView]  # queued jobs in arrival order (re-queued jobs at the end)
     running: Sequence[JobView]
     free: Sequence[int]  # free milli-GPUs per node
+
+    queue_length: int
+
+    def queued_after(self, seq: int) -> list[JobView]:
+        """Jobs that entered the queue after ``queue_seq`` ``seq``, newest first (for incremental policies)."""
+        ...
 
     def queued_time(self, job: JobView) -> float:
         """Total time ``job`` has waited so far, preemptions included."""

@@ -7,6 +7,8 @@ first job that does not fit (strict head-of-line).
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
 from simsched.policies.ordering import Ordering
@@ -22,33 +24,59 @@ class QueueScheduler:
         self.placement = placement
         self.allocation = allocation
         self.backfill = backfill
-        self._sorted: list[JobView] = []  # the queue in key order (static orderings)
-        self._known: set[str] = set()
+        # Static orderings keep the queue sorted between decisions: (key, submit, index) and
+        # the jobs in the same order. Jobs enter at the tail of view.queue with a growing
+        # queue_seq, and leave only when this scheduler starts them.
+        self._keys: list[tuple[float, float, int]] = []
+        self._jobs: list[JobView] = []
+        self._last_seq = -1
+        # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
+        # (what this scheduler left at its last decision): with the same free GPUs, the same
+        # shapes fail again, so a blocked queue costs almost nothing to re-check.
+        self._failed: set[tuple] = set()
+        self._free_after: list[int] | None = None
+
+    def _sort_key(self, job: JobView, view: SchedulerView) -> tuple[float, float, int]:
+        return (self.ordering.key(job, view), job.submit, job.index)
 
     def ordered_queue(self, view: SchedulerView) -> list[JobView]:
+        """The queue in key order; ties by submit, then input order."""
         if not self.ordering.static:
             return self.ordering.sort(view.queue, view)
-        # Static keys: keep the sorted list, merge in newcomers, drop jobs that left.
-        queued = {job.job_id for job in view.queue}
-        fresh = [job for job in view.queue if job.job_id not in self._known]
-        kept = [job for job in self._sorted if job.job_id in queued]
-        self._known = queued
-        if fresh:
-            kept = self.ordering.sort(kept + fresh, view) if kept else self.ordering.sort(fresh, view)
-        self._sorted = kept
-        return kept
+        newcomers = view.queued_after(self._last_seq)
+        for job in newcomers:
+            key = self._sort_key(job, view)
+            pos = bisect_left(self._keys, key)
+            self._keys.insert(pos, key)
+            self._jobs.insert(pos, job)
+        if newcomers:
+            self._last_seq = newcomers[0].queue_seq
+        if len(self._keys) != view.queue_length:  # the queue changed behind our back: rebuild
+            self._jobs = self.ordering.sort(view.queue, view)
+            self._keys = [self._sort_key(job, view) for job in self._jobs]
+        return self._jobs
+
+    def _forget(self, started: list[JobView], view: SchedulerView) -> None:
+        if not self.ordering.static:
+            return
+        for job in started:
+            pos = bisect_left(self._keys, self._sort_key(job, view))
+            del self._keys[pos]
+            del self._jobs[pos]
 
     def decide(self, view: SchedulerView) -> Decision:
         free = list(view.free)
-        if not any(free):
-            return Decision()
         groups = view.fleet.groups
         cluster_count = len(view.fleet.cluster_names)
         blocked: set[int] = set()
-        failed: set[tuple] = set()  # (cluster, type, per_worker, workers) that cannot fit now
+        # (cluster, type, per_worker, workers) that cannot fit now
+        failed = self._failed if free == self._free_after else set()
         starts: list[Start] = []
+        started: list[JobView] = []
+        cluster_for = self.allocation.cluster_for
+        place = self.placement
         for job in self.ordered_queue(view):
-            cluster = self.allocation.cluster_for(job, view)
+            cluster = cluster_for(job, view)
             if cluster in blocked:
                 continue
             nodes = None
@@ -59,8 +87,7 @@ class QueueScheduler:
                 shape = (cluster, option.gpu_type, option.per_worker, job.workers)
                 if shape in failed:
                     continue
-                nodes = self.placement(groups[cluster, option.gpu_type], option.per_worker,
-                                       job.workers, free)
+                nodes = place(groups[cluster, option.gpu_type], option.per_worker, job.workers, free)
                 if nodes is not None:
                     break
                 failed.add(shape)
@@ -71,4 +98,8 @@ class QueueScheduler:
                         break
                 continue
             starts.append(Start(job.job_id, nodes))
+            started.append(job)
+        self._forget(started, view)
+        self._failed = failed
+        self._free_after = free
         return Decision(tuple(starts))
