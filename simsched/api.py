@@ -18,7 +18,7 @@ import simsched
 from simsched.engine import Engine, EngineConfig, Progress
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
-from simsched.policies import build_scheduler
+from simsched.policies import Scheduler, build_scheduler, effective_allocation
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
 from simsched.workloads import load_jobs
@@ -69,13 +69,18 @@ class Simulation:
 
 
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
-        progress: Callable[[Progress], None] | None = None) -> RunResult:
-    """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results."""
-    return simulation(scenario, seed=seed, jobs=jobs).run(progress)
+        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | None = None) -> RunResult:
+    """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results.
+
+    ``scheduler`` replaces the scenario's ``[scheduler]`` policy with a ready object
+    (GP learning runs candidate priority functions this way); placement options
+    such as ``heterogeneous`` still come from the scenario.
+    """
+    return simulation(scenario, seed=seed, jobs=jobs, scheduler=scheduler).run(progress)
 
 
 def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
-               jobs: int | None = None) -> Simulation:
+               jobs: int | None = None, scheduler: Scheduler | None = None) -> Simulation:
     """Load and validate everything a run needs (all input errors surface here)."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -84,11 +89,17 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)
     spec = scenario.scheduler
-    scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
-                                rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path))
+    # jobs may run only in their home cluster when the allocation is "home"; a scheduler
+    # object given here says so with a true `restrict_to_home` attribute
+    restrict = effective_allocation(spec) == "home" if scheduler is None else bool(
+        getattr(scheduler, "restrict_to_home", False))
+    if scheduler is None:
+        scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
+                                    rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
+                                    weights=scenario.objective_weights)
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
-        restrict_to_home=spec.allocation == "home",
+        restrict_to_home=restrict,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))

@@ -35,7 +35,7 @@ from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.workloads.registry import Params, ReadContext
 
 SOURCES = ("csv", "philly", "pai", "helios", "itp", "openb", "synthetic")
-ALLOCATIONS = ("home", "round_robin", "random")
+ALLOCATIONS = ("home", "round_robin", "random", "mct")
 
 #: keys the workload layer handles itself; everything else goes to the reader/generator
 WORKLOAD_COMMON = (

@@ -31,16 +31,77 @@ BASELINES: dict[str, tuple[str, str]] = {
 # "lyra" is both an ordering and the baseline lyra + best_fit: the ordering entry serves both.
 
 
+#: planner-driven schedulers of SPEC §6 (simsched.evo.scheduler)
+PLANNER_POLICIES = ("mct-gp", "evo-gp")
+
+
+def _mct_names() -> set[str]:
+    """``mct-<ordering or baseline>``: the classic pipeline with MCT cluster allocation."""
+    return {f"mct-{name}" for name in (*ORDERINGS, *BASELINES)}
+
+
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE))
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", *PLANNER_POLICIES} | _mct_names())
 
 
-def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str) -> Scheduler:
+def effective_allocation(spec) -> str:
+    """The allocation a ``[scheduler]`` table really uses: ``mct-*`` and ``mct-gp`` imply
+    MCT, ``evo-gp`` the EA; a user policy decides for itself ("custom")."""
+    if spec.policy == "evo-gp":
+        return "evo"
+    if spec.policy == "mct-gp" or spec.policy in _mct_names():
+        return "mct"
+    if ":" in spec.policy:
+        return "custom"
+    return spec.allocation
+
+
+def _priority(options, base_dir: Path):
+    """The ``priority`` option: a built-in name, a JSON file (relative to the scenario) or an infix text."""
+    from simsched.evo.priority import BUILTIN, load_priority
+
+    raw = options.get("priority", str, "gp-paper")
+    if raw not in BUILTIN and raw.endswith(".json") and not Path(raw).is_absolute():
+        raw = str(base_dir / raw)
+    try:
+        return load_priority(raw)
+    except InputError as exc:
+        raise options.error("priority", f"{exc}; valid: {', '.join(sorted(BUILTIN))}, "
+                            "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
+
+
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -> Scheduler:
+    from simsched.evo.scheduler import PlannerScheduler
+
+    graph = _priority(options, base_dir)
+    ea = {}
+    if policy == "evo-gp":
+        ea = dict(
+            population=options.get("population", int, 100, min_value=2),
+            generations=options.get("generations", int, 200, min_value=0),
+            mutation_rate=options.get("mutation_rate", float, 0.1, min_value=0.0, max_value=1.0),
+            time_budget_s=options.get("time_budget_s", float, None, min_value=0.0, exclusive_min=True),
+            stagnation=options.get("stagnation", int, None, min_value=1),
+            seed_with=tuple(options.get_list("seed_with", str, [])),
+        )
+        bad = [s for s in ea["seed_with"] if s not in ("mct", "current")]
+        if bad:
+            raise options.error("seed_with", f"unknown entry {bad[0]!r}; valid: mct, current")
+    return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
+                            rng=rng_for("optimizer"), **ea)
+
+
+def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str,
+                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> Scheduler:
     """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams."""
     from simsched.workloads.registry import Params
 
     options = Params(spec.options, "scheduler", file)
+    if spec.policy in PLANNER_POLICIES:
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights)
+        options.finish()
+        return scheduler
     if ":" in spec.policy:
         scheduler = load_user_policy(spec.policy, base_dir, options.rest(), file)
         options.finish()
@@ -57,14 +118,23 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
                                        backfill=spec.backfill, interval_s=spec.interval_s)
         options.finish()
         return scheduler
-    ordering_name, placement_name = spec.policy, spec.placement
-    if spec.policy in BASELINES:
-        ordering_name, placement_name = BASELINES[spec.policy]
-    elif spec.policy == "lyra":
+    allocation_name = spec.allocation
+    if policy in _mct_names():
+        policy, allocation_name = policy.removeprefix("mct-"), "mct"
+    ordering_name, placement_name = policy, spec.placement
+    if policy in BASELINES:
+        ordering_name, placement_name = BASELINES[policy]
+    elif policy == "lyra":
         placement_name = "best_fit"
-    allocation = ALLOCATIONS[spec.allocation](rng_for("allocation"))
+    if policy == "gp":
+        from simsched.evo.scheduler import GpOrdering
+
+        ordering = GpOrdering(_priority(options, base_dir))
+    else:
+        ordering = ORDERINGS[ordering_name]
+    allocation = ALLOCATIONS[allocation_name](rng_for("allocation"))
     options.finish()
-    return QueueScheduler(ORDERINGS[ordering_name], PLACEMENTS[placement_name](), allocation, spec.backfill)
+    return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill)
 
 
 def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: str) -> Scheduler:

@@ -6,7 +6,7 @@ simple ones decide once, the first time they see a job, and stick to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +21,9 @@ class Allocation:
     def __init__(self, rng: np.random.Generator | None = None) -> None:
         self._rng = rng
         self._cluster_of: dict[str, int] = {}
+
+    def prepare(self, view: SchedulerView, ordered: Sequence[JobView]) -> None:
+        """Called once per decision with the queue in key order (MCT plans here)."""
 
     def cluster_for(self, job: JobView, view: SchedulerView) -> int:
         cluster = self._cluster_of.get(job.job_id)
@@ -79,8 +82,15 @@ class RandomAllocation(Allocation):
         return feasible[int(self._rng.integers(len(feasible)))]
 
 
+def _mct(rng: np.random.Generator | None = None) -> Allocation:
+    from simsched.evo.scheduler import MctAllocation  # numba-compiled planner: import on demand
+
+    return MctAllocation(rng)
+
+
 ALLOCATIONS: dict[str, Callable[..., Allocation]] = {
     "home": Home,
     "round_robin": RoundRobinAllocation,
     "random": RandomAllocation,
+    "mct": _mct,
 }

@@ -72,6 +72,8 @@ class JobView(Protocol):
     running_cluster: int | None
     run_start: float  # when the current run started (running jobs)
     run_speed: float  # speed factor of the current run
+    run_share: int  # milli-GPUs per worker in the current run
+    run_penalty: float  # restart penalty paid at the start of the current run
     preemptions: int
 
 

@@ -75,7 +75,9 @@ class QueueScheduler:
         started: list[JobView] = []
         cluster_for = self.allocation.cluster_for
         place = self.placement
-        for job in self.ordered_queue(view):
+        ordered = self.ordered_queue(view)
+        self.allocation.prepare(view, ordered)
+        for job in ordered:
             cluster = cluster_for(job, view)
             if cluster in blocked:
                 continue

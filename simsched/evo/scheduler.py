@@ -1,0 +1,258 @@
+"""EVO-GP online (SPEC §4, §6): the planner-driven schedulers and the MCT allocation.
+
+The planner works on *groups*: the nodes of one GPU type in one cluster (a
+homogeneous cluster is one group). A group is the paper's cluster p, so the
+allocation chooses a group per job and heterogeneous fleets need no special
+case: per-group units per worker and run times differ.
+
+- :class:`PlannerScheduler` (``mct-gp``, ``evo-gp``): each decision computes
+  the priority f(j) of every schedulable job, assigns jobs to groups by MCT or
+  by the allocation EA (Algorithm 1), plans every group (Algorithm 2) and
+  starts the jobs planned at ``now`` on their planned nodes.
+- :class:`MctAllocation` (``allocation = "mct"``, ``mct-spark`` ...): the
+  classic pipeline with MCT choosing each queued job's cluster at each decision,
+  by the planner's finish time, the queue order giving the planner's priority.
+- :class:`GpOrdering` (``policy = "gp"``): a queue ordering by a priority graph.
+
+Who may move (SPEC §6): queued jobs always; a running job only under
+``evo-gp``, only if it runs outside its home cluster (running at home = not
+preemptible). A running job that stays in its group keeps its nodes; one
+assigned elsewhere is preempted (progress kept) and starts in its new group
+when the plan puts it at ``now``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from simsched.evo.allocation import AllocationInstance, ClusterState, evolve, mct_assign
+from simsched.evo.planner import plan_kernel
+from simsched.evo.priority import evaluate, infix, load_priority
+from simsched.policies.allocation import Allocation
+from simsched.policies.base import Decision, JobView, SchedulerView, Start
+
+#: a group's stand-in units per worker for a job that may not run there (masked by ``allowed``)
+_NOT_ALLOWED = 1 << 40
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    cluster: int
+    gpu_type: str
+    nodes: tuple[int, ...]
+
+
+def groups_of(view: SchedulerView) -> tuple[Group, ...]:
+    return tuple(Group(c, t, nodes) for (c, t), nodes in view.fleet.groups.items())
+
+
+def features(jobs: Sequence[JobView], view: SchedulerView) -> dict[str, np.ndarray]:
+    """The GP terminals per job: d remaining duration (reference s), q queued time, u weight, g GPUs."""
+    return {
+        "d": np.array([view.remaining_time(j) for j in jobs], dtype=np.float64),
+        "q": np.array([view.queued_time(j) for j in jobs], dtype=np.float64),
+        "u": np.array([j.weight for j in jobs], dtype=np.float64),
+        "g": np.array([j.gpus for j in jobs], dtype=np.float64),
+    }
+
+
+class Problem:
+    """One decision's planning data over the fleet's groups."""
+
+    def __init__(self, view: SchedulerView, jobs: Sequence[JobView], priority: np.ndarray,
+                 weights: tuple[float, float, float], fixed: Sequence[JobView]) -> None:
+        self.view = view
+        self.groups = groups_of(view)
+        self.jobs = list(jobs)
+        self.priority = np.asarray(priority, dtype=np.float64)
+        index = {(g.cluster, g.gpu_type): p for p, g in enumerate(self.groups)}
+        self.group_of_node = {}
+        for p, g in enumerate(self.groups):
+            for n in g.nodes:
+                self.group_of_node[n] = p
+        n_jobs, n_groups = len(self.jobs), len(self.groups)
+        self.per_worker = np.full((n_jobs, n_groups), _NOT_ALLOWED, dtype=np.int64)
+        self.duration = np.zeros((n_jobs, n_groups), dtype=np.float64)
+        self.allowed = np.zeros((n_jobs, n_groups), dtype=bool)
+        for j, job in enumerate(self.jobs):
+            remaining = view.remaining_time(job)
+            for option in job.options:
+                p = index[option.cluster, option.gpu_type]
+                self.per_worker[j, p] = option.per_worker
+                self.duration[j, p] = remaining / option.speed
+                self.allowed[j, p] = True
+        self.workers = np.array([j.workers for j in self.jobs], dtype=np.int64)
+        self.weight = np.array([j.weight for j in self.jobs], dtype=np.float64)
+        self.queued = np.array([view.queued_time(j) for j in self.jobs], dtype=np.float64)
+        self.current = np.array([self.group_of_node[j.running_nodes[0]] if j.running_nodes else -1
+                                 for j in self.jobs], dtype=np.int64)
+        self.weights = weights
+        self.fixed = list(fixed)
+
+    def cluster_states(self, fixed: Sequence[JobView]) -> tuple[ClusterState, ...]:
+        """Per group: node capacities and the running jobs that keep their nodes there."""
+        view = self.view
+        by_group: list[list[JobView]] = [[] for _ in self.groups]
+        for job in fixed:
+            by_group[self.group_of_node[job.running_nodes[0]]].append(job)
+        states = []
+        for g, jobs in zip(self.groups, by_group):
+            position = {n: i for i, n in enumerate(g.nodes)}
+            usage = np.zeros((len(jobs), len(g.nodes)), dtype=np.int64)
+            for k, job in enumerate(jobs):
+                for n in job.running_nodes:
+                    usage[k, position[n]] += job.run_share
+            states.append(ClusterState(
+                capacity=np.array([view.fleet.node_capacity[n] for n in g.nodes], dtype=np.int64),
+                fixed_finish=np.array([view.now + _time_left(job, view) for job in jobs], dtype=np.float64),
+                fixed_usage=usage,
+                fixed_weight=np.array([job.weight for job in jobs], dtype=np.float64),
+                fixed_queued=np.array([view.queued_time(job) for job in jobs], dtype=np.float64),
+            ))
+        return tuple(states)
+
+    def instance(self) -> AllocationInstance:
+        return AllocationInstance(
+            now=self.view.now, clusters=self.cluster_states(self.fixed), per_worker=self.per_worker,
+            workers=self.workers, duration=self.duration, weight=self.weight, queued=self.queued,
+            priority=self.priority, allowed=self.allowed, current=self.current, weights=self.weights,
+        )
+
+    def decision(self, assignment: np.ndarray) -> Decision:
+        """Preempt moved running jobs; start every job the final per-group plan puts at now."""
+        now = self.view.now
+        moved = [j for j, job in enumerate(self.jobs)
+                 if self.current[j] >= 0 and assignment[j] != self.current[j]]
+        staying = [self.jobs[j] for j in range(len(self.jobs))
+                   if self.current[j] >= 0 and assignment[j] == self.current[j]]
+        states = self.cluster_states([*self.fixed, *staying])
+        order_all = np.lexsort((np.arange(len(self.jobs)), self.priority))
+        starts: list[Start] = []
+        for p, (group, state) in enumerate(zip(self.groups, states)):
+            order = np.array([j for j in order_all if assignment[j] == p and self.current[j] != p],
+                             dtype=np.int64)
+            if order.size == 0:
+                continue
+            plan = plan_kernel(now, state.capacity, state.fixed_finish, state.fixed_usage,
+                               self.per_worker[:, p], self.workers, self.duration[:, p], order)
+            for j in order:
+                if plan.start[j] == now:
+                    nodes = tuple(group.nodes[int(i)] for i in plan.nodes(int(j)))
+                    starts.append(Start(self.jobs[j].job_id, nodes))
+        return Decision(tuple(starts), tuple(self.jobs[j].job_id for j in moved))
+
+
+def _time_left(job: JobView, view: SchedulerView) -> float:
+    """Seconds until a running job finishes at its current speed (restart penalty included)."""
+    penalty_left = max(0.0, job.run_start + job.run_penalty - view.now)
+    return penalty_left + view.remaining_time(job, job.run_speed)
+
+
+class PlannerScheduler:
+    """``mct-gp`` / ``evo-gp``: priority graph + MCT or EA allocation + the Algorithm 2 planner."""
+
+    def __init__(self, priority: nx.DiGraph, *, allocation: str = "mct",
+                 weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                 rng: np.random.Generator | None = None, population: int = 100, generations: int = 200,
+                 mutation_rate: float = 0.1, time_budget_s: float | None = None,
+                 stagnation: int | None = None, seed_with: tuple[str, ...] = ()) -> None:
+        if allocation not in ("mct", "evo"):
+            raise ValueError(f"allocation must be 'mct' or 'evo', got {allocation!r}")
+        if allocation == "evo" and rng is None:
+            raise ValueError("the evo allocation needs a random Generator")
+        self.priority = priority
+        self.allocation = allocation
+        self.weights = weights
+        self.rng = rng
+        self.ea_options = dict(n=population, generations=generations, mutation_rate=mutation_rate,
+                               time_budget_s=time_budget_s, stagnation=stagnation, seed_with=tuple(seed_with))
+        self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0}
+
+    def describe(self) -> str:
+        return f"{self.allocation}-gp, f = {infix(self.priority)}"
+
+    def decide(self, view: SchedulerView) -> Decision:
+        self.stats["decisions"] += 1
+        queued = list(view.queue)
+        movable: list[JobView] = []
+        fixed: list[JobView] = []
+        for job in view.running:
+            home = job.home_cluster
+            if self.allocation == "evo" and home is not None and job.running_cluster != home:
+                movable.append(job)
+            else:
+                fixed.append(job)
+        if not queued:
+            return Decision()
+        jobs = queued + movable
+        priority = evaluate(self.priority, features(jobs, view))
+        problem = Problem(view, jobs, priority, self.weights, fixed)
+        instance = problem.instance()
+        if self.allocation == "mct" or len(jobs) == 1:
+            assignment = mct_assign(instance)
+        else:
+            result = evolve(instance, self.rng, **self.ea_options)
+            self.stats["ea_runs"] += 1
+            self.stats["ea_seconds"] += result.elapsed_s
+            assignment = result.assignment
+        decision = problem.decision(assignment)
+        self.stats["migrations"] += len(decision.preempts)
+        return decision
+
+
+class MctAllocation(Allocation):
+    """MCT (SPEC §4): at each decision, every queued job goes to the cluster where the
+    planner finishes it earliest, taking jobs in the queue's order."""
+
+    name = "mct"
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        super().__init__(rng)
+        self._decided: dict[str, int] = {}
+
+    def prepare(self, view: SchedulerView, ordered: Sequence[JobView]) -> None:
+        self._decided = {}
+        if not ordered:
+            return
+        if len(view.fleet.cluster_names) == 1:
+            self._decided = dict.fromkeys((j.job_id for j in ordered), 0)
+            return
+        problem = Problem(view, ordered, np.arange(len(ordered), dtype=np.float64), (1.0, 1.0, 1.0),
+                          list(view.running))
+        assignment = mct_assign(problem.instance())
+        for job, p in zip(ordered, assignment):
+            self._decided[job.job_id] = problem.groups[int(p)].cluster
+
+    def cluster_for(self, job: JobView, view: SchedulerView) -> int:
+        return self._decided[job.job_id]
+
+
+class GpOrdering:
+    """Queue order by a priority graph, smaller f(j) first (``policy = "gp"``)."""
+
+    static = False
+
+    def __init__(self, graph: nx.DiGraph) -> None:
+        self.graph = graph
+        self.name = "gp"
+        self.description = f"priority graph f = {infix(graph)}"
+
+    def sort(self, jobs: Sequence[JobView], view: SchedulerView) -> list[JobView]:
+        jobs = list(jobs)
+        if not jobs:
+            return jobs
+        values = evaluate(self.graph, features(jobs, view))
+        order = sorted(range(len(jobs)), key=lambda i: (values[i], jobs[i].submit, jobs[i].index))
+        return [jobs[i] for i in order]
+
+
+def make_planner_scheduler(priority: nx.DiGraph | str, allocation: str = "mct",
+                           weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                           rng: np.random.Generator | None = None, **ea_options) -> PlannerScheduler:
+    """A ``mct-gp``/``evo-gp`` scheduler from a graph, a built-in name, a file or an infix expression."""
+    graph = load_priority(priority) if isinstance(priority, str) else priority
+    return PlannerScheduler(graph, allocation=allocation, weights=weights, rng=rng, **ea_options)
