@@ -89,3 +89,12 @@ def test_bad_priority_expression_is_input_error(tmp_path, capsys):
     assert main([str(path), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "scheduler.priority" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("policy", ["las", "srtf-preemptive"])
+def test_preemptive_policies_with_mct_allocation(tmp_path, policy):
+    path = write_scenario(tmp_path, clusters=PAPER, scheduler=f'policy = "{policy}"\nallocation = "mct"',
+                          workload='source = "synthetic"\ngenerator = "paper"\njobs_per_node = 4')
+    jobs = simsched.run(path).jobs
+    assert set(jobs["status"]) == {"done"}
+    assert (jobs["end"] - jobs["start"] >= jobs["duration"]).all()

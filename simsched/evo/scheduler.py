@@ -228,7 +228,12 @@ class MctAllocation(Allocation):
             self._decided[job.job_id] = problem.groups[int(p)].cluster
 
     def cluster_for(self, job: JobView, view: SchedulerView) -> int:
-        return self._decided[job.job_id]
+        """The planned cluster; a job the plan did not cover (a running job a preemptive
+        policy puts back into its walk) stays in its current cluster."""
+        cluster = self._decided.get(job.job_id)
+        if cluster is None:
+            cluster = job.running_cluster if job.running_cluster is not None else self.feasible(job)[0]
+        return cluster
 
 
 class GpOrdering:

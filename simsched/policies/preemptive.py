@@ -35,6 +35,7 @@ from collections.abc import Callable
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
+from simsched.policies.queue import place_job
 
 #: (primary key, submit, input index): a total order over jobs
 Key = tuple[float, float, int]
@@ -74,15 +75,6 @@ class PreemptiveScheduler:
     def prepare(self, view: SchedulerView) -> None:
         """Hook run once per decision before keys are computed (LAS promotes here)."""
 
-    @staticmethod
-    def running_share(job: JobView, view: SchedulerView) -> int:
-        """Milli-GPUs per worker a running job holds (from its option on its current nodes)."""
-        gpu_type = view.fleet.node_type[job.running_nodes[0]]
-        for option in job.options:
-            if option.cluster == job.running_cluster and option.gpu_type == gpu_type:
-                return option.per_worker
-        raise AssertionError(f"running job {job.job_id} has no option for its nodes")  # engine invariant
-
     def decide(self, view: SchedulerView) -> Decision:
         self.prepare(view)
         keys: dict[str, Key] = {}
@@ -92,11 +84,12 @@ class PreemptiveScheduler:
         running_by_cluster: dict[int, list[JobView]] = {}
         for job in sorted(view.running, key=lambda j: keys[j.job_id], reverse=True):
             running_by_cluster.setdefault(job.running_cluster, []).append(job)
-        shares = {job.job_id: self.running_share(job, view) for job in view.running}
+        shares = {job.job_id: job.run_share for job in view.running}
 
         free = list(view.free)
         heap = [(keys[job.job_id], job.job_id) for job in view.queue]
         heapq.heapify(heap)
+        self.allocation.prepare(view, sorted(view.queue, key=lambda j: keys[j.job_id]))
         jobs = {job.job_id: job for job in (*view.queue, *view.running)}
         preempted: dict[str, None] = {}  # ordered set
         starts: list[Start] = []
@@ -111,13 +104,7 @@ class PreemptiveScheduler:
             cluster = self.allocation.cluster_for(job, view)
             if cluster in blocked:
                 continue
-            nodes = None
-            for option in job.options:
-                if option.cluster != cluster:
-                    continue
-                nodes = self.placement(groups[cluster, option.gpu_type], option.per_worker, job.workers, free)
-                if nodes is not None:
-                    break
+            nodes = place_job(job, cluster, groups, self.placement, free)
             if nodes is None:
                 for option in job.options:
                     if option.cluster != cluster:

@@ -15,6 +15,27 @@ from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 
 
+def place_job(job: JobView, cluster: int, groups: dict, placement: Placement, free: list[int],
+              failed: set[tuple] | None = None) -> tuple[int, ...] | None:
+    """Place ``job``'s workers in ``cluster`` on the fastest GPU type that fits now.
+
+    ``failed`` remembers (cluster, type, per_worker, workers) shapes that did not fit:
+    while ``free`` only shrinks they cannot fit later either, so they are skipped.
+    """
+    for option in job.options:
+        if option.cluster != cluster:
+            continue
+        shape = (cluster, option.gpu_type, option.per_worker, job.workers)
+        if failed is not None and shape in failed:
+            continue
+        nodes = placement(groups[cluster, option.gpu_type], option.per_worker, job.workers, free)
+        if nodes is not None:
+            return nodes
+        if failed is not None:
+            failed.add(shape)
+    return None
+
+
 class QueueScheduler:
     """Order the queue, then place each job on the fastest GPU type that fits in its cluster."""
 
@@ -81,18 +102,7 @@ class QueueScheduler:
             cluster = cluster_for(job, view)
             if cluster in blocked:
                 continue
-            nodes = None
-            for option in job.options:
-                if option.cluster != cluster:
-                    continue
-                # free only shrinks during one walk, so a shape that failed fails again
-                shape = (cluster, option.gpu_type, option.per_worker, job.workers)
-                if shape in failed:
-                    continue
-                nodes = place(groups[cluster, option.gpu_type], option.per_worker, job.workers, free)
-                if nodes is not None:
-                    break
-                failed.add(shape)
+            nodes = place_job(job, cluster, groups, place, free, failed)
             if nodes is None:
                 if not self.backfill:
                     blocked.add(cluster)
