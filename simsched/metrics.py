@@ -19,13 +19,14 @@ JOB_OUTPUT_COLUMNS = (
 
 
 def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
-    """One row per job in input order; start/end empty (NaN) for unscheduled jobs."""
+    """One row per job in input order; start empty (NaN) when it never started, end when it
+    did not finish (unscheduled, or still running in a partial run)."""
     rows = {c: [] for c in JOB_OUTPUT_COLUMNS}
     for job in records:
         done = job.status == "done"
         rows["job_id"].append(job.job_id)
         rows["submit"].append(job.submit)
-        rows["start"].append(job.first_start if done else math.nan)
+        rows["start"].append(job.first_start)  # NaN when it never started
         rows["end"].append(job.end if done else math.nan)
         rows["wait"].append(job.wait_so_far if done else math.nan)
         rows["jct"].append(job.end - job.submit if done else math.nan)

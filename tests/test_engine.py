@@ -6,6 +6,7 @@ import simsched
 from simsched.engine import Engine, EngineConfig
 from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from simsched.policies.base import Decision, Start
+from tests.conftest import REPO
 from tests.helpers import log, write_scenario
 
 TWO_BY_FOUR = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]'
@@ -198,3 +199,30 @@ def test_migration_rescales_remaining_work():
         (70.0, "finish", "A", ""),
     ]
     assert engine.by_id["A"].clusters == [0] and engine.by_id["A"].gpu_type_used == "fast"
+
+
+def test_interrupted_run_is_partial_and_keeps_finished_jobs():
+    from simsched.api import collect
+    from simsched.scenario import load_scenario
+
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 1, "V100"),)),), builtin_gpu_types())
+    jobs = [JobSpec(str(i), float(i), 1.5, 1, 1) for i in range(40)]
+    from simsched.policies import ORDERINGS, PLACEMENTS
+    from simsched.policies.allocation import Home
+    from simsched.policies.queue import QueueScheduler
+
+    engine = Engine(fleet, jobs, QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home()))
+
+    def ctrl_c(snapshot):
+        if snapshot.finished >= 5:
+            raise KeyboardInterrupt
+
+    assert engine.run(ctrl_c, every=10) is False
+    scenario = load_scenario(REPO / "scenarios" / "philly_hetero.toml")  # provenance only
+    result = collect(engine, scenario, False, {}, 0.0)
+    assert result.partial
+    done = result.jobs[result.jobs["status"] == "done"]
+    assert len(done) == result.summary["completed"] >= 5
+    assert (done["end"] == done["start"] + 1.5).all()
+    running = result.jobs[result.jobs["status"] == "running"]
+    assert running["start"].notna().all() and running["end"].isna().all()
