@@ -13,7 +13,7 @@ from pathlib import Path
 
 from simsched.errors import InputError, SimschedError
 
-SUBCOMMANDS = ("validate", "compare")
+SUBCOMMANDS = ("validate", "compare", "learn")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             return _validate(argv[1:])
         if argv and argv[0] == "compare":
             return _compare(argv[1:])
+        if argv and argv[0] == "learn":
+            from simsched.learn_cli import learn_command
+
+            return learn_command(argv[1:])
         return _run(argv)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

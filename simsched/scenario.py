@@ -15,6 +15,7 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
   interval_s, restart_penalty_s, plus policy options
 - ``[objective]`` ``weights = [w1, w2, w3]`` (Eq. 5)
 - ``[compare]`` read only by ``python -m simsched compare`` (see simsched/compare.py)
+- ``[learn]`` read only by ``python -m simsched learn`` (see simsched/evo/learn.py)
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise objective.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
     objective.finish()
     top.get("compare", dict, {})  # options of `python -m simsched compare`, validated by simsched.compare
+    top.get("learn", dict, {})  # options of `python -m simsched learn`, validated by simsched.evo.learn
     top.finish()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,

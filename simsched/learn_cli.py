@@ -1,0 +1,109 @@
+"""``python -m simsched learn SCENARIO.toml --out FILE.json``: GP priority learning with rich progress.
+
+The work is :func:`simsched.evo.learn.learn`; this module parses flags, shows
+progress on stderr (generation, best/mean fitness, runs, time left) and prints
+the winner. Ctrl-C stops after writing nothing new: the checkpoint of the last
+finished generation stays, and ``--resume`` continues from it (exit 130).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from simsched.cli import _non_negative_int, _Parser, _positive_int
+from simsched.errors import InputError
+from simsched.parallel import EXECUTORS
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="python -m simsched learn",
+                description="Learn a priority function by GP (Algorithm 3) on the scenario's instances "
+                            "(the scenario under other seeds). Defaults: the paper's settings, "
+                            "or the scenario's [learn] table.")
+    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("--out", required=True, metavar="FILE.json",
+                   help="the learned function (checkpoint beside it: FILE.json.ckpt)")
+    p.add_argument("--population", type=_positive_int, help="population size n (default 512)")
+    p.add_argument("--generations", type=_non_negative_int, help="generations (default 100)")
+    p.add_argument("--alpha", type=_positive_int, help="training instances per generation (default 3)")
+    p.add_argument("--train", type=_positive_int, help="training instances (default 50)")
+    p.add_argument("--validation", type=_positive_int, help="validation instances (default 10)")
+    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
+    p.add_argument("--seed", type=_non_negative_int, help="GP random seed (default: the scenario seed)")
+    p.add_argument("--workers", type=_positive_int,
+                   help=f"parallel evaluations (default: CPU count, {os.cpu_count()}); 1 = in this process")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local processes (default) or ray")
+    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
+    p.add_argument("--resume", action="store_true", help="continue from FILE.json.ckpt when it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--:--"
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def learn_command(argv: list[str]) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    from simsched.evo.learn import LearnProgress, checkpoint_path, learn, learn_config
+
+    args = _parser().parse_args(argv)
+    if args.address and args.executor != "ray":
+        raise InputError("python -m simsched learn: --address needs --executor ray")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise InputError(f"python -m simsched learn: --out: folder {out.parent} does not exist")
+    config = learn_config(args.scenario, population=args.population, generations=args.generations,
+                          alpha=args.alpha, train=args.train, validation=args.validation, jobs=args.jobs,
+                          seed=args.seed)
+    workers = args.workers or (os.cpu_count() or 1)
+    console = Console(stderr=True)
+    ckpt = checkpoint_path(out)
+    if args.resume and not ckpt.is_file() and not args.quiet:
+        console.print(f"no checkpoint at {ckpt}: starting from the first generation")
+    kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume)
+    try:
+        if args.quiet:
+            result = learn(args.scenario, config, **kwargs)
+        else:
+            columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[runs]}"),
+                       TextColumn("left {task.fields[eta]}"))
+            with Progress(*columns, console=console, transient=True) as bar:
+                task = bar.add_task("starting", total=None, runs="", eta=_clock(None))
+
+                def show(p: LearnProgress) -> None:
+                    if p.phase == "init":
+                        what = f"gen 0/{p.generations} (initial population)"
+                    elif p.phase == "validation":
+                        what = f"validation ({config.validation} instances)"
+                    else:
+                        what = f"gen {p.generation}/{p.generations}"
+                    description = f"{what}  best {p.best:.4f}  mean {p.mean:.4f}"
+                    bar.update(task, description=description, completed=p.evaluated, total=p.to_evaluate or None,
+                               runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=_clock(p.eta_s))
+                    if p.phase == "generation" and p.evaluated == 0 and p.generation > 1:
+                        bar.console.print(f"gen {p.generation - 1}: best {p.best:.4f}, mean {p.mean:.4f}")
+
+                result = learn(args.scenario, config, progress=show, **kwargs)
+    except KeyboardInterrupt:
+        where = f"; continue with --resume from {ckpt}" if ckpt.is_file() else ""
+        print(f"interrupted{where}", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        valid = result.meta["validation"]
+        console.print(f"learned: {valid['winner']['infix']}")
+        if result.meta.get("simplified"):
+            console.print(f"simplified (% as /): {result.meta['simplified']}")
+        console.print(f"validation ({len(valid['seeds'])} instances): mean objective "
+                      f"{valid['winner']['mean_objective']:.6g} vs SRSF {valid['srsf']['mean_objective']:.6g}; "
+                      f"mean ratio to SRSF {valid['winner']['mean_ratio_to_srsf']:.4f}")
+        console.print(f"wrote {out} ({result.meta['wall_time_s']:.0f} s)")
+    return 0
