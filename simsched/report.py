@@ -9,8 +9,8 @@ from rich.table import Table
 from simsched.engine import Progress as Snapshot
 
 METRIC_ROWS = (
-    ("completed", "Completed jobs", "{:d}"),
-    ("unscheduled", "Unscheduled jobs", "{:d}"),
+    ("completed", "Completed jobs", "{:,d}"),
+    ("unscheduled", "Unscheduled jobs", "{:,d}"),
     ("avg_jct", "Avg JCT (s)", "{:,.1f}"),
     ("weighted_jct", "Weighted JCT (s)", "{:,.1f}"),
     ("avg_wait", "Avg wait (s)", "{:,.1f}"),
@@ -18,7 +18,7 @@ METRIC_ROWS = (
     ("cq_max", "C_q,max (s)", "{:,.1f}"),
     ("utilization", "GPU-time utilization", "{:.3f}"),
     ("deadline_miss_rate", "Deadline miss rate", "{:.3f}"),
-    ("preemptions", "Preemptions", "{:d}"),
+    ("preemptions", "Preemptions", "{:,d}"),
     ("objective", "Objective (Eq. 5)", "{:,.2f}"),
 )
 
