@@ -291,6 +291,8 @@ def from_graph(graph: nx.DiGraph) -> Individual:
 def simplified(individual: Individual) -> str | None:
     """A sympy-simplified form, reading % as plain division (so only where no denominator is 0).
 
+    A denominator that is identically zero is protected exactly (``x % (d - d)`` is ``x``).
+
     ``None`` when sympy is not installed (it is the optional extra ``sympy``).
     """
     try:
@@ -301,8 +303,14 @@ def simplified(individual: Individual) -> str | None:
     for token in reversed(individual):
         if is_function(token):
             left, right = stack.pop(), stack.pop()
-            stack.append({"+": left + right, "-": left - right, "*": left * right,
-                          "%": left / right}[token])  # type: ignore[index]
+            if token == "+":
+                stack.append(left + right)
+            elif token == "-":
+                stack.append(left - right)
+            elif token == "*":
+                stack.append(left * right)
+            else:  # a denominator that is identically 0 (like d - d) gives the numerator, as % does
+                stack.append(left if sympy.simplify(right) == 0 else left / right)
         elif isinstance(token, float):
             stack.append(sympy.nsimplify(token))
         else:
