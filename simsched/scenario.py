@@ -196,6 +196,8 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
     if p.has("file"):
         file = p.get_path("file", base)
         p.finish()
+        if not file.is_file():
+            raise p.error("file", f"cluster file {file} not found")
         raw = read_toml(file)
         nested = Params(raw, "", file)
         entries = nested.get("cluster", list)
@@ -247,6 +249,8 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
     params_base = base
     if p.has("file"):
         file = p.get_path("file", base)
+        if not file.is_file():
+            raise p.error("file", f"workload file {file} not found")
         table = p.rest(("file",))
         inherited = read_toml(file)
         if "workload" in inherited and isinstance(inherited["workload"], dict):

@@ -114,3 +114,17 @@ def test_seed_override_changes_synthetic_workload(tmp_path):
 def test_validate(tmp_path, capsys):
     assert main(["validate", str(_example(tmp_path))]) == 0
     assert "ok: 1 cluster(s), 40 nodes, 320 GPUs; 3 jobs" in capsys.readouterr().out
+
+
+def test_missing_cluster_and_workload_files_name_their_key(tmp_path, capsys):
+    clusters = '[[cluster]]\nfile = "nope.toml"'
+    err = _error(capsys, [str(_example(tmp_path, clusters=clusters))])
+    assert "cluster[0].file: cluster file" in err and "nope.toml not found" in err
+    err = _error(capsys, [str(_example(tmp_path, workload='file = "w.toml"'))])
+    assert "workload.file: workload file" in err and "w.toml not found" in err
+
+
+def test_invalid_toml(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\n[[cluster]\n')
+    assert "not valid TOML" in _error(capsys, [str(path)])
