@@ -80,17 +80,21 @@ def learn_command(argv: list[str]) -> int:
                 task = bar.add_task("starting", total=None, runs="", eta=_clock(None))
 
                 def show(p: LearnProgress) -> None:
+                    if p.phase == "generation_done":
+                        bar.console.print(f"gen {p.generation}/{p.generations}: best {p.best:.4f}, "
+                                          f"mean {p.mean:.4f}, {_clock(p.elapsed_s)} elapsed, "
+                                          f"{_clock(p.eta_s)} left")
+                        return
                     if p.phase == "init":
                         what = f"gen 0/{p.generations} (initial population)"
                     elif p.phase == "validation":
                         what = f"validation ({config.validation} instances)"
                     else:
                         what = f"gen {p.generation}/{p.generations}"
-                    description = f"{what}  best {p.best:.4f}  mean {p.mean:.4f}"
-                    bar.update(task, description=description, completed=p.evaluated, total=p.to_evaluate or None,
+                    if p.phase != "init":
+                        what += f"  last: best {p.best:.4f} mean {p.mean:.4f}"
+                    bar.update(task, description=what, completed=p.evaluated, total=p.to_evaluate or None,
                                runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=_clock(p.eta_s))
-                    if p.phase == "generation" and p.evaluated == 0 and p.generation > 1:
-                        bar.console.print(f"gen {p.generation - 1}: best {p.best:.4f}, mean {p.mean:.4f}")
 
                 result = learn(args.scenario, config, progress=show, **kwargs)
     except KeyboardInterrupt:

@@ -196,9 +196,14 @@ ObjectiveFn = Callable[[str, int, str, "int | None"], float]
 # ---------------------------------------------------------------- progress and state
 @dataclass(frozen=True, slots=True)
 class LearnProgress:
-    """What the CLI shows: the phase, generation, evaluation counts, fitness so far, time."""
+    """What the CLI shows: the phase, generation, evaluation counts, fitness so far, time.
 
-    phase: str  # "init" | "generation" | "validation" | "done"
+    ``best``/``mean`` are the population's fitness after the last finished
+    generation (on that generation's instances); ``generation_done`` is
+    reported once per finished generation (0 = the initial population).
+    """
+
+    phase: str  # "init" | "generation" | "generation_done" | "validation" | "done"
     generation: int
     generations: int
     evaluated: int
@@ -380,6 +385,8 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
             _account(clock, config.population * config.alpha)
             if ckpt is not None:
                 _write_checkpoint(ckpt, config, scenario.digest, state)
+            clock.update(phase="generation_done", best=float(np.min(state.fitness)), mean=_finite_mean(state.fitness))
+            report()
         clock.update(best=float(np.min(state.fitness)), mean=_finite_mean(state.fitness))
         while state.generation < config.generations:
             rng = state.rng
@@ -396,9 +403,10 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
             state.generation += 1
             state.history.append(_entry(state.generation, seeds, state.population, state.fitness))
             _account(clock, 2 * config.population * config.alpha)
-            clock.update(best=float(np.min(state.fitness)), mean=_finite_mean(state.fitness))
+            clock.update(phase="generation_done", best=float(np.min(state.fitness)), mean=_finite_mean(state.fitness))
             if ckpt is not None:
                 _write_checkpoint(ckpt, config, scenario.digest, state)
+            report()
         clock.update(phase="validation", generation=config.generations)
         valid = config.validation_seeds
         fitness.keep_only(valid)
