@@ -18,7 +18,7 @@ Optional table in the scenario::
     [compare.options.las]
     las_thresholds = [600.0, 6000.0]
 
-Runs go to local processes (``ProcessPoolExecutor``); each task carries only
+Runs go to local processes (:class:`simsched.parallel.TaskRunner`); each task carries only
 the scenario path and overrides, and results are put back in task order, so
 a parallel run equals a serial one. :func:`run_compare` returns data frames;
 the rendering helpers at the bottom are the report layer (only they import rich).
@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.errors import InputError
+from simsched.parallel import TaskRunner
 from simsched.scenario import Scenario, load_scenario, read_toml
 from simsched.workloads.registry import Params
 
@@ -212,18 +212,9 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None,
     """Run every task (in ``workers`` processes; 1 = in this process) and tabulate."""
     tasks = plan(spec)
     workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
-    rows: list[dict[str, Any]] = []
-    if workers == 1:
-        for task in tasks:
-            rows.append(run_task(task))
-            if progress:
-                progress(len(rows), len(tasks))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for row in pool.map(run_task, tasks):  # map keeps task order
-                rows.append(row)
-                if progress:
-                    progress(len(rows), len(tasks))
+    on_result = (lambda done: progress(done, len(tasks))) if progress else None
+    with TaskRunner("local", workers) as runner:  # results come back in task order
+        rows = runner.map(run_task, [(task,) for task in tasks], on_result)
     return tabulate(spec, pd.DataFrame(rows))
 
 

@@ -103,7 +103,6 @@ class FleetState:
     cluster_names: tuple[str, ...]
     groups: dict[tuple[int, str], tuple[int, ...]]
     heterogeneous: bool
-    cluster_capacity: tuple[int, ...]
 
 
 class View:
@@ -241,9 +240,6 @@ class Engine:
         groups: dict[tuple[int, str], list[int]] = {}
         for node in fleet.nodes:
             groups.setdefault((node.cluster, node.gpu_type), []).append(node.index)
-        cluster_capacity = [0] * len(names)
-        for node in fleet.nodes:
-            cluster_capacity[node.cluster] += node.gpus * MILLI
         self.fleet_state = FleetState(
             node_cluster=tuple(n.cluster for n in fleet.nodes),
             node_type=tuple(n.gpu_type for n in fleet.nodes),
@@ -251,7 +247,6 @@ class Engine:
             cluster_names=names,
             groups={k: tuple(v) for k, v in groups.items()},
             heterogeneous=config.heterogeneous,
-            cluster_capacity=tuple(cluster_capacity),
         )
         self.containers = [simpy.Container(self.env, capacity=c, init=c) for c in capacity]
         self.free = list(capacity)  # mirrors the containers' levels for cheap reads
