@@ -45,6 +45,7 @@ class QueueScheduler:
         self.placement = placement
         self.allocation = allocation
         self.backfill = backfill
+        self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
         # Static orderings keep the queue sorted between decisions: (key, submit, index) and
         # the jobs in the same order. Jobs enter at the tail of view.queue with a growing
         # queue_seq, and leave only when this scheduler starts them.
@@ -97,7 +98,8 @@ class QueueScheduler:
         cluster_for = self.allocation.cluster_for
         place = self.placement
         ordered = self.ordered_queue(view)
-        self.allocation.prepare(view, ordered)
+        if self._plans:
+            self.allocation.prepare(view, ordered)
         for job in ordered:
             cluster = cluster_for(job, view)
             if cluster in blocked:
