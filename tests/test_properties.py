@@ -13,7 +13,8 @@ from simsched.metrics import summarize
 from tests.helpers import write_scenario
 
 job = st.tuples(st.integers(0, 50), st.integers(0, 30), st.sampled_from([1, 2, 3, 4, 8, 16]))
-policies = st.sampled_from(["fifo", "sjf", "srtf", "srsf", "edf", "hrrn", "lyra", "sufferage"])
+policies = st.sampled_from(["fifo", "sjf", "srtf", "srsf", "edf", "hrrn", "lyra", "sufferage", "las",
+                            "srtf-preemptive", "gp"])
 placements = st.sampled_from(["best_fit", "first_fit", "worst_fit", "round_robin"])
 CLUSTER = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 4 }, { count = 1, gpus = 8 }]'
 
