@@ -357,26 +357,19 @@ def _pick(u: float, count: int) -> int:
 
 
 @njit(cache=True)
-def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
-    """Plan cluster p with its member jobs and return (sum u q, max u q, sum g d, max F, count)."""
+def _reset_cluster(k: _Kernel, ws: _Workspace, p: int) -> None:
+    """Cluster p's working state back to its fixed jobs only (the template)."""
     tb, tf, to, tn, tu, tbf, tc = k.template
     b, f, o, en, eu, bf, c = ws.states
-    _state_copy(
-        tb[p],
-        tf[p],
-        to[p],
-        tn[p],
-        tu[p],
-        tbf[p],
-        tc[p],
-        b[p],
-        f[p],
-        o[p],
-        en[p],
-        eu[p],
-        bf[p],
-        c[p],
-    )
+    _state_copy(tb[p], tf[p], to[p], tn[p], tu[p], tbf[p], tc[p],
+                b[p], f[p], o[p], en[p], eu[p], bf[p], c[p])
+
+
+@njit(cache=True)
+def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
+    """Plan cluster p with its member jobs and return (sum u q, max u q, sum g d, max F, count)."""
+    _reset_cluster(k, ws, p)
+    b, f, o, en, eu, bf, c = ws.states
     sum_uq = k.fixed_sums[p, 0]
     max_uq = k.fixed_sums[p, 1]
     sum_gd = k.fixed_sums[p, 2]
@@ -597,25 +590,9 @@ def _offspring(
 def _mct(k: _Kernel, ws: _Workspace, out: np.ndarray) -> None:
     """Jobs in priority order, each to the cluster where its planned finish is earliest."""
     n_clusters = k.capacity.shape[0]
-    tb, tf, to, tn, tu, tbf, tc = k.template
     b, f, o, en, eu, bf, c = ws.states
     for p in range(n_clusters):
-        _state_copy(
-            tb[p],
-            tf[p],
-            to[p],
-            tn[p],
-            tu[p],
-            tbf[p],
-            tc[p],
-            b[p],
-            f[p],
-            o[p],
-            en[p],
-            eu[p],
-            bf[p],
-            c[p],
-        )
+        _reset_cluster(k, ws, p)
     starts = np.empty(n_clusters)
     now = k.now
     for i in range(k.order.shape[0]):
