@@ -56,10 +56,34 @@ class QueueScheduler:
         # (what this scheduler left at its last decision): with the same free GPUs, the same
         # shapes fail again, so a blocked queue costs almost nothing to re-check.
         self._failed: set[tuple] = set()
+        self._failed_jobs: set[tuple] = set()
         self._free_after: list[int] | None = None
+        # How many queued jobs share each job signature (cluster, options, workers): jobs with
+        # one signature fit or fail together, so once every signature in the queue has failed
+        # the walk can stop. Kept incrementally when both the order and the cluster of a
+        # queued job are fixed (static ordering, allocation decided once).
+        self._incremental = self.ordering.static and not self._plans
+        self._signature_of: dict[str, tuple] = {}
+        self._signature_count: dict[tuple, int] = {}
 
     def _sort_key(self, job: JobView, view: SchedulerView) -> tuple[float, float, int]:
         return (self.ordering.key(job, view), job.submit, job.index)
+
+    def _signature(self, job: JobView, view: SchedulerView) -> tuple:
+        # the engine shares one options tuple between jobs of one shape: id() is exact and cheap
+        return (self.allocation.cluster_for(job, view), id(job.options), job.workers)
+
+    def _count(self, job: JobView, view: SchedulerView) -> None:
+        signature = self._signature_of[job.job_id] = self._signature(job, view)
+        self._signature_count[signature] = self._signature_count.get(signature, 0) + 1
+
+    def _uncount(self, job: JobView) -> None:
+        signature = self._signature_of.pop(job.job_id)
+        left = self._signature_count[signature] - 1
+        if left:
+            self._signature_count[signature] = left
+        else:
+            del self._signature_count[signature]
 
     def ordered_queue(self, view: SchedulerView) -> list[JobView]:
         """The queue in key order; ties by submit, then input order."""
@@ -71,11 +95,16 @@ class QueueScheduler:
             pos = bisect_left(self._keys, key)
             self._keys.insert(pos, key)
             self._jobs.insert(pos, job)
+            if self._incremental:
+                self._count(job, view)
         if newcomers:
             self._last_seq = newcomers[0].queue_seq
         if len(self._keys) != view.queue_length:  # the queue changed behind our back: rebuild
             self._jobs = self.ordering.sort(view.queue, view)
             self._keys = [self._sort_key(job, view) for job in self._jobs]
+            self._signature_of, self._signature_count = {}, {}
+            for job in self._jobs:
+                self._count(job, view)
         return self._jobs
 
     def _forget(self, started: list[JobView], view: SchedulerView) -> None:
@@ -85,27 +114,41 @@ class QueueScheduler:
             pos = bisect_left(self._keys, self._sort_key(job, view))
             del self._keys[pos]
             del self._jobs[pos]
+            if self._incremental:
+                self._uncount(job)
 
     def decide(self, view: SchedulerView) -> Decision:
         free = list(view.free)
         groups = view.fleet.groups
         cluster_count = len(view.fleet.cluster_names)
         blocked: set[int] = set()
-        # (cluster, type, per_worker, workers) that cannot fit now
-        failed = self._failed if free == self._free_after else set()
-        starts: list[Start] = []
-        started: list[JobView] = []
-        cluster_for = self.allocation.cluster_for
-        place = self.placement
+        # (cluster, type, per_worker, workers) option shapes and job signatures that cannot
+        # fit now; free only shrinks during the walk, so what failed fails again
+        unchanged = free == self._free_after
+        failed = self._failed if unchanged else set()
         ordered = self.ordered_queue(view)
         if self._plans:
             self.allocation.prepare(view, ordered)
+        if self._incremental:
+            counts = self._signature_count
+            signature_of = self._signature_of
+        else:
+            signature_of = {job.job_id: self._signature(job, view) for job in ordered}
+            counts = dict.fromkeys(signature_of.values())
+        failed_jobs = {s for s in self._failed_jobs if s in counts} if unchanged else set()
+        starts: list[Start] = []
+        started: list[JobView] = []
+        place = self.placement
         for job in ordered:
-            cluster = cluster_for(job, view)
+            if len(failed_jobs) == len(counts):
+                break  # every kind of job still queued has failed: nothing else can start
+            signature = signature_of[job.job_id]
+            cluster = signature[0]
             if cluster in blocked:
                 continue
-            nodes = place_job(job, cluster, groups, place, free, failed)
+            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed)
             if nodes is None:
+                failed_jobs.add(signature)
                 if not self.backfill:
                     blocked.add(cluster)
                     if len(blocked) == cluster_count:
@@ -115,5 +158,6 @@ class QueueScheduler:
             started.append(job)
         self._forget(started, view)
         self._failed = failed
+        self._failed_jobs = failed_jobs
         self._free_after = free
         return Decision(tuple(starts))
