@@ -6,7 +6,7 @@ process (``job_lifecycle``), spawned at its first start: it runs until its
 completion event or an interrupt (preemption), waits in the queue for its
 next start, and so on until it finishes. Spawning at the first start rather
 than at arrival saves one event per job (about 15% of run time) and changes
-no result. Each node's GPUs are a :class:`simpy.Container` of milli-GPUs.
+no result. Each node's GPUs are a :class:`NodeGpus` container of milli-GPUs.
 One scheduler process waits for wake-ups and asks the policy for a decision.
 
 Same-timestamp order (SPEC §3) comes from SimPy's (time, priority, id)
@@ -45,6 +45,29 @@ class Completion(Event):
         self._ok = True
         self._value = None
         env.schedule(self, URGENT, delay)
+
+
+class NodeGpus(simpy.Container):
+    """A node's GPUs: a SimPy container of milli-GPUs with immediate take/give.
+
+    The engine only takes capacity it has checked is free, so it needs no Get
+    event to wait on; ``take``/``give`` change the level at once and save the
+    two events per job that ``get``/``put`` would schedule (about 10% of a run).
+    ``get``/``put`` still work for any other process, and ``give`` wakes their
+    waiting gets.
+    """
+
+    def take(self, amount: int) -> None:
+        if amount > self._level:
+            raise DecisionError(f"node container: taking {amount} of {self._level} milli-GPUs")
+        self._level -= amount
+
+    def give(self, amount: int) -> None:
+        if self._level + amount > self._capacity:
+            raise DecisionError(f"node container: giving back {amount} would exceed {self._capacity}")
+        self._level += amount
+        if self.get_queue:
+            self._trigger_get(None)
 
 
 class JobRecord:
@@ -248,7 +271,7 @@ class Engine:
             groups={k: tuple(v) for k, v in groups.items()},
             heterogeneous=config.heterogeneous,
         )
-        self.containers = [simpy.Container(self.env, capacity=c, init=c) for c in capacity]
+        self.containers = [NodeGpus(self.env, capacity=c, init=c) for c in capacity]
         self.free = list(capacity)  # mirrors the containers' levels for cheap reads
         self._options_by_shape: dict[tuple, tuple[Option, ...]] = {}
         self.jobs = [self._record(spec, i) for i, spec in enumerate(jobs)]
@@ -415,7 +438,7 @@ class Engine:
                                     f"needs {amount / MILLI:g} GPUs, {self.free[n] / MILLI:g} free")
         for n, amount in need.items():
             self.free[n] -= amount
-            self.containers[n].get(amount)
+            self.containers[n].take(amount)
         now = self.env.now
         job.wait_so_far += now - job.queued_since
         if job.status == QUEUED and math.isnan(job.first_start):
@@ -465,7 +488,7 @@ class Engine:
         share = job.run_share
         for n in job.running_nodes:
             self.free[n] += share
-            self.containers[n].put(share)
+            self.containers[n].give(share)
         job.running_nodes = ()
         job.running_cluster = None
 
