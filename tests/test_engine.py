@@ -226,3 +226,32 @@ def test_interrupted_run_is_partial_and_keeps_finished_jobs():
     assert (done["end"] == done["start"] + 1.5).all()
     running = result.jobs[result.jobs["status"] == "running"]
     assert running["start"].notna().all() and running["end"].isna().all()
+
+
+def test_node_gpus_take_give_and_waiting_get():
+    import pytest
+    import simpy
+
+    from simsched.engine import NodeGpus
+    from simsched.errors import DecisionError
+
+    env = simpy.Environment()
+    gpus = NodeGpus(env, capacity=8000, init=8000)
+    gpus.take(6000)
+    assert gpus.level == 2000
+    with pytest.raises(DecisionError):
+        gpus.take(3000)
+    got = []
+
+    def waiter(env):
+        yield gpus.get(4000)  # another process using the ordinary API waits for capacity
+        got.append(env.now)
+
+    env.process(waiter(env))
+    env.run(until=1)
+    assert got == []
+    gpus.give(6000)
+    env.run(until=2)
+    assert got == [1] and gpus.level == 4000
+    with pytest.raises(DecisionError):
+        gpus.give(5000)
