@@ -140,6 +140,9 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--seeds", type=_positive_int, help="seeds per instance: seed .. seed+N-1 (default 1)")
     p.add_argument("--workers", type=_positive_int,
                    help=f"local worker processes (default: CPU count, {os.cpu_count()}); 1 = no subprocesses")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local processes (default) or a Ray cluster (pip install -e '.[ray]')")
+    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
     p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here")
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
@@ -152,12 +155,13 @@ def _compare(argv: list[str]) -> int:
             raise InputError("python -m simsched compare: --schedulers: give at least one name")
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by)
+    where = dict(workers=args.workers, executor=args.executor, address=args.address)
     if args.quiet:
-        result = run_compare(spec, workers=args.workers)
+        result = run_compare(spec, **where)
     else:
         with Progress(console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("runs", total=None)
-            result = run_compare(spec, workers=args.workers,
+            result = run_compare(spec, **where,
                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
     if not args.quiet:
         console = Console()

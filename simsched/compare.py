@@ -207,13 +207,17 @@ def run_task(task: RunTask) -> dict[str, Any]:
     return row
 
 
-def run_compare(spec: CompareSpec, *, workers: int | None = None,
+def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str = "local",
+                address: str | None = None,
                 progress: Callable[[int, int], None] | None = None) -> CompareResult:
-    """Run every task (in ``workers`` processes; 1 = in this process) and tabulate."""
+    """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
+
+    Results come back in task order whatever the executor, so they equal a serial run.
+    """
     tasks = plan(spec)
     workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
     on_result = (lambda done: progress(done, len(tasks))) if progress else None
-    with TaskRunner("local", workers) as runner:  # results come back in task order
+    with TaskRunner(executor, workers, address) as runner:
         rows = runner.map(run_task, [(task,) for task in tasks], on_result)
     return tabulate(spec, pd.DataFrame(rows))
 

@@ -65,6 +65,21 @@ def test_serial_equals_parallel(scenario: Path) -> None:
     assert serial.runs.groupby("scheduler")["preemptions"].sum()["fifo"] == 0
 
 
+def test_ray_equals_serial(scenario: Path) -> None:
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install -e '.[ray]')")
+    spec = compare_spec(scenario, schedulers=["fifo", "las", "student_policy.py:StudentPolicy"])
+    serial = run_compare(spec, workers=1)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as exc:  # noqa: BLE001 - any failure to start means: no Ray here
+        pytest.skip(f"a local Ray instance could not start: {exc}")
+    try:
+        on_ray = run_compare(spec, workers=2, executor="ray")
+    finally:
+        ray.shutdown()
+    pd.testing.assert_frame_equal(serial.runs, on_ray.runs)
+
+
 def test_table_ranks_and_best(scenario: Path) -> None:
     result = run_compare(compare_spec(scenario, schedulers=["fifo", "sjf", "student_policy.py:StudentPolicy"]),
                          workers=1)
