@@ -99,7 +99,10 @@ def _run(argv: list[str]) -> int:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
     elif not args.quiet:
         title = f"{scenario.name}: {scenario.scheduler.policy} (seed {result.summary['seed']})"
-        Console().print(metric_table(result.summary, title))
+        out = Console()
+        if not out.is_terminal:  # a file or pipe: wide enough for one column per cluster
+            out = Console(width=max(100, 34 + 16 * (len(scenario.clusters) + 1)))
+        out.print(metric_table(result.summary, title))
         if args.out:
             console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, summary.json")
     if result.partial:

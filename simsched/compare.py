@@ -36,26 +36,13 @@ from typing import Any
 import pandas as pd
 
 from simsched.errors import InputError
+from simsched.metrics import SUMMARY_METRICS
 from simsched.parallel import TaskRunner
 from simsched.scenario import Scenario, load_scenario, read_toml
 from simsched.workloads.registry import Params
 
 #: every §7 summary metric the comparison reports: key, label, higher is better
-METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("completed", "Completed jobs", True),
-    ("unscheduled", "Unscheduled jobs", False),
-    ("avg_jct", "Avg JCT (s)", False),
-    ("weighted_jct", "Weighted JCT (s)", False),
-    ("avg_wait", "Avg wait (s)", False),
-    ("max_wait", "Max wait (s)", False),
-    ("cq_avg", "C_q,avg (s)", False),
-    ("cq_max", "C_q,max (s)", False),
-    ("utilization", "GPU-time utilization", True),
-    ("deadline_miss_rate", "Deadline miss rate", False),
-    ("preemptions", "Preemptions", False),
-    ("makespan", "Makespan (s)", False),
-    ("objective", "Objective (Eq. 5)", False),
-)
+METRICS: tuple[tuple[str, str, bool], ...] = tuple((key, label, higher) for key, label, higher, _ in SUMMARY_METRICS)
 METRIC_KEYS = tuple(key for key, _, _ in METRICS)
 DEFAULT_SCHEDULERS = ("fifo", "sjf", "srtf", "edf", "hrrn", "sufferage")
 

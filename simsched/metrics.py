@@ -18,6 +18,24 @@ JOB_OUTPUT_COLUMNS = (
 )  # fmt: skip
 
 
+#: the §7 summary metrics shown to people: key, label, higher is better, number format
+SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
+    ("completed", "Completed jobs", True, "{:,.0f}"),
+    ("unscheduled", "Unscheduled jobs", False, "{:,.0f}"),
+    ("avg_jct", "Avg JCT (s)", False, "{:,.1f}"),
+    ("weighted_jct", "Weighted JCT (s)", False, "{:,.1f}"),
+    ("avg_wait", "Avg wait (s)", False, "{:,.1f}"),
+    ("max_wait", "Max wait (s)", False, "{:,.1f}"),
+    ("cq_avg", "C_q,avg (s)", False, "{:,.1f}"),
+    ("cq_max", "C_q,max (s)", False, "{:,.1f}"),
+    ("utilization", "GPU-time utilization", True, "{:.3f}"),
+    ("deadline_miss_rate", "Deadline miss rate", False, "{:.3f}"),
+    ("preemptions", "Preemptions", False, "{:,.0f}"),
+    ("makespan", "Makespan (s)", False, "{:,.0f}"),
+    ("objective", "Objective (Eq. 5)", False, "{:,.2f}"),
+)
+
+
 def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
     """One row per job in input order; start empty (NaN) when it never started, end when it
     did not finish (unscheduled, or still running in a partial run)."""

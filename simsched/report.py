@@ -7,20 +7,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from simsched.engine import Progress as Snapshot
-
-METRIC_ROWS = (
-    ("completed", "Completed jobs", "{:,d}"),
-    ("unscheduled", "Unscheduled jobs", "{:,d}"),
-    ("avg_jct", "Avg JCT (s)", "{:,.1f}"),
-    ("weighted_jct", "Weighted JCT (s)", "{:,.1f}"),
-    ("avg_wait", "Avg wait (s)", "{:,.1f}"),
-    ("cq_avg", "C_q,avg (s)", "{:,.1f}"),
-    ("cq_max", "C_q,max (s)", "{:,.1f}"),
-    ("utilization", "GPU-time utilization", "{:.3f}"),
-    ("deadline_miss_rate", "Deadline miss rate", "{:.3f}"),
-    ("preemptions", "Preemptions", "{:,d}"),
-    ("objective", "Objective (Eq. 5)", "{:,.2f}"),
-)
+from simsched.metrics import SUMMARY_METRICS
 
 
 class LiveProgress:
@@ -60,10 +47,10 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
     if show_clusters:
         for name in clusters:
             table.add_column(name, justify="right")
-    for key, label, fmt in METRIC_ROWS:
+    for key, label, _, fmt in SUMMARY_METRICS:
         cells = [fmt.format(summary[key])]
         if show_clusters:
-            cells += [fmt.format(block[key]) for block in clusters.values()]
+            # the makespan is one for the whole run; the rest differ per cluster
+            cells += ["" if key == "makespan" else fmt.format(block[key]) for block in clusters.values()]
         table.add_row(label, *cells)
-    table.add_row("Makespan (s)", f"{summary['makespan']:,.0f}", *([""] * len(clusters) if show_clusters else []))
     return table
