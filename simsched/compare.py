@@ -258,18 +258,24 @@ def _title(result: CompareResult) -> str:
             f"({instances} instance(s) x {spec.seeds} seed(s))")
 
 
+def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]:
+    """"mean ± std" of one metric per scheduler, in order; the best one wrapped in ``best_style``."""
+    rows = result.table[result.table["metric"] == key].set_index("scheduler")
+    cells = []
+    for name in result.spec.schedulers:
+        row = rows.loc[name]
+        text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
+        cells.append(best_style.format(text) if row["best"] else text)
+    return cells
+
+
 def to_markdown(result: CompareResult) -> str:
     """Both tables as Markdown; the best mean of each metric in bold."""
     order = list(result.spec.schedulers)
     lines = [f"## {_title(result)}", "", "| Metric | " + " | ".join(f"`{n}`" for n in order) + " |",
              "|---|" + "---:|" * len(order)]
     for key, label, _ in METRICS:
-        rows = result.table[result.table["metric"] == key].set_index("scheduler")
-        cells = []
-        for name in order:
-            row = rows.loc[name]
-            text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
-            cells.append(f"**{text}**" if row["best"] else text)
+        cells = _metric_cells(result, key, "**{}**")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += ["", f"### Rank by {result.spec.rank_by} per case (1 = best; ties share the mean rank)", ""]
     cases = [c for c in result.ranks.columns if c != "mean_rank"]
@@ -294,13 +300,7 @@ def rich_tables(result: CompareResult) -> list:
     for name in order:
         metrics.add_column(name, justify="right")
     for key, label, _ in METRICS:
-        rows = result.table[result.table["metric"] == key].set_index("scheduler")
-        cells = []
-        for name in order:
-            row = rows.loc[name]
-            text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
-            cells.append(f"[bold green]{text}[/]" if row["best"] else text)
-        metrics.add_row(label, *cells)
+        metrics.add_row(label, *_metric_cells(result, key, "[bold green]{}[/]"))
     ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)")
     ranks.add_column("Scheduler")
     cases = [c for c in result.ranks.columns if c != "mean_rank"]
