@@ -7,20 +7,23 @@ Exit codes: 0 ok, 2 bad input (one line naming file/key and what is valid),
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
 
+from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import non_negative_int as _non_negative_int
+from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError, SimschedError
 
-SUBCOMMANDS = ("validate", "compare", "learn")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag as one line and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(f"{self.prog}: {message} (see --help)")
+#: Subcommand name -> "module:function(argv) -> exit code", imported only when used.
+#: A new subcommand is one line here and a module of its own.
+SUBCOMMANDS: dict[str, str] = {
+    "validate": "simsched.cli:_validate",
+    "compare": "simsched.cli:_compare",
+    "learn": "simsched.learn_cli:learn_command",
+}
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -39,34 +42,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
+def _subcommand(name: str):
+    module, _, function = SUBCOMMANDS[name].partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] == "validate":
-            return _validate(argv[1:])
-        if argv and argv[0] == "compare":
-            return _compare(argv[1:])
-        if argv and argv[0] == "learn":
-            from simsched.learn_cli import learn_command
-
-            return learn_command(argv[1:])
+        if argv and argv[0] in SUBCOMMANDS:
+            return _subcommand(argv[0])(argv[1:])
         return _run(argv)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

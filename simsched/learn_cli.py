@@ -12,7 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from simsched.cli import _non_negative_int, _Parser, _positive_int
+from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import non_negative_int as _non_negative_int
+from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError
 from simsched.parallel import EXECUTORS
 
