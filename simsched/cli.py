@@ -36,7 +36,17 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_non_negative_int, help="override the scenario seed")
-    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--jobs", "--jobs-limit", dest="jobs", type=_positive_int, metavar="N",
+                   help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--gpus-limit", type=_positive_int, metavar="N",
+                   help="keep the first N nodes of every GPU type (the course's --gpus_limit, which counts "
+                        "machines per type)")
+    p.add_argument("--policy", help="scheduler.policy: a built-in name or my_policy.py:MyPolicy")
+    p.add_argument("--placement", help="scheduler.placement (first_fit, best_fit, ...)")
+    p.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.backfill: start jobs behind one that does not fit")
+    p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.heterogeneous: let jobs run on other GPU types")
     p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv and summary.json here")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
@@ -69,7 +79,7 @@ def _run(argv: list[str]) -> int:
     from simsched.scenario import load_scenario
 
     args = _run_parser().parse_args(argv)
-    scenario = load_scenario(args.scenario)
+    scenario = _with_flags(load_scenario(args.scenario), args)
     console = Console(stderr=True)
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
@@ -94,6 +104,29 @@ def _run(argv: list[str]) -> int:
         print("interrupted: partial results" + (f" written to {args.out}" if args.out else ""), file=sys.stderr)
         return 130
     return 0
+
+
+def _with_flags(scenario, args: argparse.Namespace):
+    """Apply the single-run flags that replace scenario keys; each is checked like its
+    TOML key and recorded in ``summary.json`` under ``overrides``."""
+    from dataclasses import replace
+
+    from simsched.policies import resolve_policy_ref
+
+    for flag, key in (("policy", "policy"), ("placement", "placement"), ("backfill", "backfill"),
+                      ("heterogeneous", "heterogeneous")):
+        value = getattr(args, flag)
+        if value is not None:
+            if key == "policy":
+                value = resolve_policy_ref(value, scenario.path)
+            scenario = scenario.with_scheduler_keys({key: value}, f"--{flag}")
+    recorded = {}
+    if args.jobs is not None:
+        recorded["jobs_limit"] = args.jobs
+    if args.gpus_limit is not None:
+        scenario = scenario.with_overrides(gpus_limit=args.gpus_limit)
+        recorded["gpus_limit"] = args.gpus_limit
+    return replace(scenario, overrides={**scenario.overrides, **recorded}) if recorded else scenario
 
 
 def _validate(argv: list[str]) -> int:

@@ -38,6 +38,7 @@ import pandas as pd
 from simsched.errors import InputError
 from simsched.metrics import SUMMARY_METRICS
 from simsched.parallel import TaskRunner
+from simsched.policies import resolve_policy_ref
 from simsched.scenario import Scenario, load_scenario, read_toml
 from simsched.workloads.registry import Params
 
@@ -116,7 +117,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         raise InputError(f"{path}: compare: no schedulers to compare")
     if len(set(chosen)) != len(chosen):
         raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
-    resolved = tuple(_resolve_user_policy(name, path) for name in chosen)
+    resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path)
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
                        rank_by or own_rank_by, jobs, options)
@@ -124,16 +125,6 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(METRIC_KEYS)}")
     _check_builds(spec)
     return spec
-
-
-def _resolve_user_policy(name: str, scenario: Path) -> str:
-    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
-    where, sep, cls = name.rpartition(":")
-    if not sep or not where.endswith(".py") or Path(where).is_absolute():
-        return name
-    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
-        return name
-    return f"{Path(where).resolve()}:{cls}"
 
 
 def _check_names(names: Sequence[str], path: Path) -> None:

@@ -105,15 +105,41 @@ class Scenario:
     objective_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
     digest: str = ""
     description: str = ""
+    #: what replaced the file's values (command-line flags, API arguments); recorded in summary.json
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
-                       scheduler: SchedulerSpec | None = None) -> Scenario:
-        """A copy with CLI overrides (``--seed``, ``--jobs``) or another scheduler."""
+                       scheduler: SchedulerSpec | None = None, gpus_limit: int | None = None) -> Scenario:
+        """A copy with CLI overrides (``--seed``, ``--jobs``, ``--gpus-limit``: nodes kept per
+        GPU type) or another scheduler."""
         from dataclasses import replace
 
+        from simsched.model import keep_nodes_per_type
+
         workload = self.workload if jobs is None else replace(self.workload, jobs_limit=jobs)
+        clusters = self.clusters if gpus_limit is None else keep_nodes_per_type(self.clusters, gpus_limit)
         return replace(self, seed=self.seed if seed is None else seed, workload=workload,
-                       scheduler=scheduler or self.scheduler)
+                       scheduler=scheduler or self.scheduler, clusters=clusters)
+
+    def with_scheduler_keys(self, changes: dict[str, Any], source: str) -> Scenario:
+        """A copy with ``[scheduler]`` keys replaced, checked exactly like the TOML keys
+        (errors name ``source``, e.g. the command-line flag) and recorded in ``overrides``.
+
+        A new ``policy`` drops the file's policy-specific options (they belong to the old one).
+        """
+        from dataclasses import replace
+
+        spec = self.scheduler
+        table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill,
+                                 "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
+                                 "restart_penalty_s": spec.restart_penalty_s}
+        if spec.interval_s is not None:
+            table["interval_s"] = spec.interval_s
+        if changes.get("policy", spec.policy) == spec.policy:
+            table.update(spec.options)
+        table.update(changes)
+        new = _scheduler(Params(table, "scheduler", source), len(self.clusters))
+        return replace(self, scheduler=new, overrides={**self.overrides, **changes})
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
 from simsched.policies.queue import QueueScheduler
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
-           "policy_names", "build_scheduler"]
+           "policy_names", "build_scheduler", "resolve_policy_ref"]
 
 #: the EVO-GP paper's named baselines: policy -> (ordering, placement)
 BASELINES: dict[str, tuple[str, str]] = {
@@ -135,6 +135,16 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     allocation = ALLOCATIONS[allocation_name](rng_for("allocation"))
     options.finish()
     return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill)
+
+
+def resolve_policy_ref(name: str, scenario: Path) -> str:
+    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
+    where, sep, cls = name.rpartition(":")
+    if not sep or not where.endswith(".py") or Path(where).is_absolute():
+        return name
+    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
+        return name
+    return f"{Path(where).resolve()}:{cls}"
 
 
 def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: str) -> Scheduler:
