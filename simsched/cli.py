@@ -151,7 +151,7 @@ def _compare(argv: list[str]) -> int:
     import os
 
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simsched.compare import compare_spec, rich_tables, run_compare
 
@@ -182,10 +182,17 @@ def _compare(argv: list[str]) -> int:
     if args.quiet:
         result = run_compare(spec, **where)
     else:
-        with Progress(console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("runs", total=None)
-            result = run_compare(spec, **where,
-                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
+        with Progress(TextColumn("[bold]compare"), BarColumn(), TextColumn("{task.fields[detail]}"),
+                      TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("runs", total=None, detail="")
+
+            def show(snap) -> None:
+                left = "" if snap.left_s is None else f"  about {snap.left_s:,.0f} s left"
+                running = ", ".join(snap.running[:3]) + (" ..." if len(snap.running) > 3 else "")
+                bar.update(task, completed=snap.done, total=snap.total,
+                           detail=f"{snap.done}/{snap.total} runs finished{left}  running: {running or '-'}")
+
+            result = run_compare(spec, **where, progress=show)
     if not args.quiet:
         console = Console()
         if not console.is_terminal:
