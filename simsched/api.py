@@ -22,7 +22,7 @@ from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
-from simsched.workloads import load_jobs
+from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
 
@@ -114,11 +114,14 @@ class Simulation:
     skipped: dict
     started: float
     policy_label: str | None = None  # what ran, when a scheduler object replaced the scenario's policy
+    warnings: tuple[str, ...] = ()  # said once per run (the CLI prints them; summary.json keeps them)
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
         complete = self.engine.run(progress)
-        return collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
-                       policy_label=self.policy_label)
+        result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
+                         policy_label=self.policy_label)
+        result.summary["warnings"] = list(self.warnings)
+        return result
 
 
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
@@ -160,6 +163,7 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)
     spec = scenario.scheduler
+    warnings = tuple(w for w in (untyped_warning(table, spec.heterogeneous),) if w)
     # jobs may run only in their home cluster when the allocation is "home"; a scheduler
     # object given here says so with a true `restrict_to_home` attribute
     restrict = effective_allocation(spec) == "home" if scheduler is None else bool(
@@ -174,7 +178,7 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))
-    return Simulation(scenario, engine, skipped, wall, label)
+    return Simulation(scenario, engine, skipped, wall, label, warnings)
 
 
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,

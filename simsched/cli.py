@@ -84,6 +84,8 @@ def _run(argv: list[str]) -> int:
     console = Console(stderr=True)
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
+    for warning in ready.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False)
     if quiet:
         result = ready.run()
     else:
@@ -132,17 +134,21 @@ def _with_flags(scenario, args: argparse.Namespace):
 
 
 def _validate(argv: list[str]) -> int:
-    """Check a scenario and its workload without simulating."""
-    from simsched.api import prepare
+    """Check a scenario, its workload and its scheduler without simulating: everything a run
+    checks (the run is built up to its first event), with the same warnings."""
+    from simsched.api import simulation
     from simsched.scenario import load_scenario
 
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
     args = p.parse_args(argv)
-    scenario = load_scenario(args.scenario)
-    fleet, table, skipped = prepare(scenario)
+    ready = simulation(load_scenario(args.scenario))
+    fleet = ready.engine.fleet
+    for warning in ready.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
-          f"{fleet.total_gpus} GPUs; {len(table)} jobs; {skipped['skipped']} rows skipped")
+          f"{fleet.total_gpus} GPUs; {len(ready.engine.jobs)} jobs; {ready.skipped['skipped']} rows skipped; "
+          f"policy {ready.scenario.scheduler.policy}")
     return 0
 
 

@@ -190,7 +190,7 @@ def run_task(task: RunTask) -> dict[str, Any]:
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
     summary = run(scenario, seed=task.seed, jobs=task.jobs).summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
-    row.update({key: summary[key] for key in METRIC_KEYS})
+    row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
     return row
 
 
@@ -272,6 +272,8 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
 
 # -- rendering (report layer) ---------------------------------------------------------------
 def _fmt(key: str, value: float) -> str:
+    if value != value:  # NaN: the metric is n/a (e.g. deadline miss rate without deadlines)
+        return "n/a"
     if key in ("completed", "unscheduled", "preemptions"):
         return f"{value:,.1f}" if value != int(value) else f"{int(value):,d}"
     if key in ("utilization", "deadline_miss_rate"):
@@ -311,7 +313,7 @@ def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]
     cells = []
     for name in result.spec.schedulers:
         row = rows.loc[name]
-        text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
+        text = "n/a" if row["mean"] != row["mean"] else f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
         cells.append(best_style.format(text) if row["best"] else text)
     return cells
 

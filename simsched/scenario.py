@@ -73,6 +73,7 @@ class WorkloadSpec:
     reference_gpu_type: str | None = None
     load: float | None = None
     download_hint: str | None = None
+    known_keys: tuple[str, ...] = WORKLOAD_COMMON  # read here; listed in the reader's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class SchedulerSpec:
     interval_s: float | None = None
     restart_penalty_s: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
+    known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,6 +110,7 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     from simsched.workloads.registry import Params
 
     options = Params(spec.options, "scheduler", file)
+    options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too
     if spec.policy in PLANNER_POLICIES:
         scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective)
         options.finish()
