@@ -15,6 +15,7 @@ import pandas as pd
 JOB_OUTPUT_COLUMNS = (
     "job_id", "submit", "start", "end", "wait", "jct", "cluster", "gpu_type", "preemptions",
     "gpus", "workers", "weight", "duration", "deadline", "gpu_seconds", "status", "reason",
+    "home_cluster", "nodes", "share", "runs",
 )  # fmt: skip
 
 
@@ -36,10 +37,17 @@ SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
 )
 
 
-def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
+def jobs_frame(records: Sequence, cluster_names: Sequence[str],
+               spell_nodes: Sequence[str] | None = None, runs: Sequence[int] | None = None) -> pd.DataFrame:
     """One row per job in input order; start empty (NaN) when it never started, end when it
-    did not finish (unscheduled, or still running in a partial run)."""
-    rows = {c: [] for c in JOB_OUTPUT_COLUMNS}
+    did not finish (unscheduled, or still running in a partial run).
+
+    ``spell_nodes`` and ``runs`` (per job, in record order) come from the run
+    spells (:func:`simsched.outputs.job_spell_columns`); without them ``nodes``
+    is empty and ``runs`` 0. ``share`` is the milli-GPUs per worker of the last
+    spell (0 when the job never ran).
+    """
+    rows = {c: [] for c in JOB_OUTPUT_COLUMNS if c not in ("nodes", "runs")}
     for job in records:
         done = job.status == "done"
         rows["job_id"].append(job.job_id)
@@ -59,6 +67,11 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
         rows["gpu_seconds"].append(job.gpu_seconds)
         rows["status"].append(job.status)
         rows["reason"].append(job.reason)
+        rows["home_cluster"].append("" if job.home_cluster is None else cluster_names[job.home_cluster])
+        rows["share"].append(job.run_share)
+    n = len(rows["job_id"])
+    rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
+    rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)
     return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS))
 
 
