@@ -71,7 +71,8 @@ def _priority(options, base_dir: Path):
                             "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
 
 
-def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective) -> Scheduler:
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective,
+                       restart_penalty_s: float) -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -94,7 +95,7 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, o
         rng = rng_for("optimizer")
     kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng, kind=kind, w=w, **ea)
+                            rng=rng, kind=kind, w=w, restart_penalty_s=restart_penalty_s, **ea)
 
 
 def ea_rng(optimizer: Any, k: int) -> Any:
@@ -112,7 +113,8 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     options = Params(spec.options, "scheduler", file)
     options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too
     if spec.policy in PLANNER_POLICIES:
-        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective)
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective,
+                                       spec.restart_penalty_s)
         options.finish()
         return scheduler
     if ":" in spec.policy:
