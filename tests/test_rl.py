@@ -216,7 +216,7 @@ def test_vector_envs(tmp_path, kind):
 
 # -- agent ---------------------------------------------------------------------------------
 def _tiny_config(**kw) -> TrainConfig:
-    return TrainConfig(**{"episodes": 4, "batch": 2, "validation": 1, "eval_every": 1, "top_k": 8, "jobs": 40, **kw})
+    return TrainConfig(**{"episodes": 4, "batch": 1, "rollouts": 2, "validation": 1, "eval_every": 1, "top_k": 8, "jobs": 40, **kw})
 
 
 def _last_weights(out):

@@ -36,14 +36,15 @@ def _parser() -> _Parser:
     d = TrainConfig()
     p = _Parser(prog="python -m simsched rl train",
                 description="Train the built-in RL agent (linear scorer, masked softmax, REINFORCE with a "
-                            "baseline) on the scenario's instances; see docs/rl.md.")
+                            "shared baseline) on the scenario's instances; see docs/rl.md.")
     p.add_argument("scenario", help="scenario TOML file")
     p.add_argument("--out", required=True, metavar="FILE.npz",
                    help="the trained agent (checkpoint beside it: FILE.npz.ckpt.npz)")
     p.add_argument("--episodes", type=_positive_int, help=f"training episodes (default {d.episodes})")
-    p.add_argument("--batch", type=_positive_int, help=f"episodes per update (default {d.batch})")
+    p.add_argument("--batch", type=_positive_int, help=f"instances per update (default {d.batch})")
+    p.add_argument("--rollouts", type=_positive_int,
+                   help=f"episodes per instance per update, >= 2 (default {d.rollouts})")
     p.add_argument("--lr", type=_positive_float, help=f"Adam learning rate (default {d.learning_rate})")
-    p.add_argument("--gamma", type=_positive_float, help=f"discount per decision, <= 1 (default {d.gamma})")
     p.add_argument("--validation", type=_positive_int, help=f"greedy validation instances (default {d.validation})")
     p.add_argument("--eval-every", type=_positive_int, help=f"updates between validations (default {d.eval_every})")
     p.add_argument("--top-k", type=_positive_int, help=f"candidates per decision (default {d.top_k})")
@@ -91,7 +92,7 @@ def _train(argv: list[str]) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         raise InputError(f"python -m simsched rl train: --out: folder {out.parent} does not exist")
-    flags = {"episodes": args.episodes, "batch": args.batch, "learning_rate": args.lr, "gamma": args.gamma,
+    flags = {"episodes": args.episodes, "batch": args.batch, "learning_rate": args.lr, "rollouts": args.rollouts,
              "validation": args.validation, "eval_every": args.eval_every, "top_k": args.top_k,
              "order": args.order, "reward": args.reward, "jobs": args.jobs, "seed": args.seed}
     config = replace(TrainConfig(), **{k: v for k, v in flags.items() if v is not None})

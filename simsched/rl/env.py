@@ -264,6 +264,10 @@ class SchedulingEnv(gym.Env):
                 "queued": len(engine.queue), "running": len(engine.running),
                 "instance_seed": self.instance_seed}
 
+    def action_masks(self) -> np.ndarray:
+        """The current mask as booleans (the method name sb3-contrib's ``MaskablePPO`` looks for)."""
+        return self._mask.astype(bool)
+
     def result(self) -> RunResult:
         """The finished episode as a run: jobs, events and summary, as ``simsched.run`` gives them."""
         if self._sim is None:
