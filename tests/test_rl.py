@@ -337,3 +337,22 @@ def test_rl_train_cli(tmp_path, capsys):
         assert main(bad) == 2
         err = capsys.readouterr().err.strip()
         assert needle in err and len(err.splitlines()) == 1, err
+
+
+def test_any_allowed_actions_finish_every_job_and_rewards_add_up(tmp_path):
+    """Property: whatever allowed actions an agent takes (waits included), every job finishes,
+    no node is over-allocated (the engine would raise), and the rewards add up to the weighted flow."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    env = SchedulingEnv(_philly(tmp_path, jobs=30), top_k=4)
+
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(seed=st.integers(0, 1000), draws=st.randoms(use_true_random=False))
+    def check(seed, draws):
+        rewards = _episode(env, lambda info: draws.choice(np.flatnonzero(info["action_mask"]).tolist()), seed=seed)
+        jobs = env.result().jobs
+        assert (jobs["status"] == "done").all()
+        assert sum(rewards) * FLOW_UNIT_S == pytest.approx(-(jobs["weight"] * jobs["jct"]).sum(), rel=1e-9)
+
+    check()

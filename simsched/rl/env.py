@@ -19,7 +19,7 @@ when every job has finished or was unscheduled at arrival.
 
 from __future__ import annotations
 
-import math
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -123,6 +123,7 @@ class SchedulingEnv(gym.Env):
         self._objective_before = 0.0
         self._first_submit = min((job.submit for job in engine.jobs), default=0.0)
         self._done = False
+        self._started = time.perf_counter()
         self._advance()
         self._settle_reward()
         return self._observation(), self._info()
@@ -177,7 +178,8 @@ class SchedulingEnv(gym.Env):
                 while not point.asked:
                     step()
             except EmptySchedule:
-                engine._close_unfinished()  # the engine reports anything left queued (never, with the mask)
+                # as Engine.run ends: anything left queued is reported unscheduled (never, with the mask)
+                engine._close_unfinished()
                 self._done = True
                 self._candidates = Candidates([], [], [], np.zeros((self.config.top_k, self._observer.row_size),
                                               np.float32), np.zeros(self._observer.global_size, np.float32))
@@ -274,4 +276,4 @@ class SchedulingEnv(gym.Env):
             raise DecisionError("SchedulingEnv.result: no episode yet; call reset()")
         engine = self._sim.engine
         return collect(engine, self.scenario.with_overrides(seed=self.instance_seed), self._done,
-                       self._sim.skipped, math.nan)
+                       self._sim.skipped, time.perf_counter() - self._started)

@@ -56,8 +56,8 @@ class TrainConfig:
     order: str = "fifo"
     reward: str = "weighted_flow"
     jobs: int | None = None  # keep only the first N jobs of every instance
-    validation: int = 3  # greedy validation instances
-    eval_every: int = 5  # updates between validations
+    validation: int = 4  # greedy validation instances
+    eval_every: int = 3  # updates between validations
 
     def check(self) -> None:
         for name, low in (("episodes", 1), ("batch", 1), ("rollouts", 2), ("validation", 1), ("eval_every", 1)):
