@@ -34,6 +34,9 @@ BASELINES: dict[str, tuple[str, str]] = {
 #: planner-driven schedulers of SPEC §6 (simsched.evo.scheduler)
 PLANNER_POLICIES = ("mct-gp", "evo-gp")
 
+#: a trained RL agent run greedily (simsched.rl.policy; `agent = "file.npz"`)
+RL_POLICY = "rl"
+
 
 def _mct_names() -> set[str]:
     """``mct-<ordering or baseline>``: the classic pipeline with MCT cluster allocation."""
@@ -42,7 +45,7 @@ def _mct_names() -> set[str]:
 
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", *PLANNER_POLICIES} | _mct_names())
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", RL_POLICY, *PLANNER_POLICIES} | _mct_names())
 
 
 def effective_allocation(spec) -> str:
@@ -115,6 +118,12 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     if spec.policy in PLANNER_POLICIES:
         scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective,
                                        spec.restart_penalty_s)
+        options.finish()
+        return scheduler
+    if spec.policy == RL_POLICY:
+        from simsched.rl.policy import build_rl_policy
+
+        scheduler = build_rl_policy(options, base_dir, rng_for("allocation"), spec.allocation, spec.placement, file)
         options.finish()
         return scheduler
     if ":" in spec.policy:
