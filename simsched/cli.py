@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "simsched.cli:_validate",
     "compare": "simsched.cli:_compare",
     "learn": "simsched.learn_cli:learn_command",
+    "experiment": "simsched.experiment.cli:experiment_command",
 }
 
 
