@@ -40,8 +40,10 @@ def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any], where: str
                                                               len(scenario.clusters))
         elif section == "workload":
             raw = _set_all(workload_table(scenario.workload), keys)
-            changes["workload"] = scenario_module._workload(Params(raw, "workload", label), scenario.path,
-                                                            scenario.workload.base_dir, scenario.gpu_types)
+            workload = scenario_module._workload(Params(raw, "workload", label), scenario.path,
+                                                 scenario.workload.base_dir, scenario.gpu_types)
+            # the generator or reader checks its own keys when the run loads: name the overriding spec
+            changes["workload"] = replace(workload, params_file=label)
         elif section == "objective":
             changes.update(_objective(scenario, keys, label))
         else:
