@@ -60,24 +60,26 @@ def sources(spec: ExperimentSpec) -> list[Source]:
         unique = len(set(stems)) == len(stems)  # else label by path relative to the spec
         return [Source(scenario.name, path.stem if unique else _relative(path, spec.path.resolve().parent),
                        scenario) for path, scenario in ((p, load_scenario(p)) for p in spec.scenarios)]
-    chosen = instance_set(spec.instances.name, spec.instances.seed)
-    if spec.instances.count is not None:
-        if spec.instances.count > len(chosen):
-            raise InputError(f"{spec.path}: instances.count: the {spec.instances.name} set has "
-                             f"{len(chosen)} instances, got count = {spec.instances.count}")
-        chosen = chosen[: spec.instances.count]
-    label = f"paper-{spec.instances.name}"
-    return [Source(label, f"{spec.instances.name}-{i:02d}", scenario) for i, scenario in enumerate(chosen)]
+    wanted = spec.instances
+    chosen = instance_set(wanted.name, wanted.seed)
+    indices = list(range(len(chosen)))
+    if wanted.count is not None:
+        indices = indices[: wanted.count]
+    if wanted.indices is not None:
+        indices = list(wanted.indices)
+    if max(indices) >= len(chosen) or (wanted.count or 0) > len(chosen):
+        raise InputError(f"{spec.path}: instances: the {wanted.name} set has {len(chosen)} instances "
+                         f"(indices 0..{len(chosen) - 1}), got " + (f"count = {wanted.count}" if wanted.count
+                                                                   else f"indices = {list(wanted.indices)}"))
+    label = f"paper-{wanted.name}-s{wanted.seed}"
+    return [Source(label, chosen[i].name, chosen[i]) for i in indices]
 
 
 @lru_cache(maxsize=8)
 def instance_set(name: str, seed: int) -> tuple[Scenario, ...]:
     """The paper's named instance set (simsched.workloads.instances), cached per process."""
-    try:
-        from simsched.workloads.instances import instance_set as generate
-    except ImportError:
-        raise InputError("instances = {set = ...} needs simsched.workloads.instances "
-                         "(the paper instance generator), which this build lacks") from None
+    from simsched.workloads.instances import instance_set as generate
+
     return tuple(generate(name, seed))
 
 

@@ -66,6 +66,7 @@ class InstanceSet:
     name: str
     seed: int
     count: int | None  # the first ``count`` instances; None = all
+    indices: tuple[int, ...] | None = None  # these instances of the set (0-based), instead of count
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +192,18 @@ def _sources(top: Params, base: Path) -> tuple[tuple[Path, ...], InstanceSet | N
             raise top.error("scenarios", "a scenario file is listed twice")
         return paths, None
     table = top.sub("instances")
+    indices = table.get_list("indices", int, None)
     instances = InstanceSet(
         table.get("set", str, choices=INSTANCE_SETS),
         table.get("seed", int, 0, min_value=0),
         table.get("count", int, None, min_value=1),
+        None if indices is None else tuple(indices),
     )
+    if indices is not None:
+        if instances.count is not None:
+            raise table.error("indices", "give count (the first N instances) or indices, not both")
+        if not indices or len(set(indices)) != len(indices) or min(indices) < 0:
+            raise table.error("indices", f"must be distinct integers >= 0, got {indices!r}")
     table.finish()
     return (), instances
 
