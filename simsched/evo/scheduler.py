@@ -15,8 +15,9 @@ case: per-group units per worker and run times differ.
 - :class:`GpOrdering` (``policy = "gp"``): a queue ordering by a priority graph.
 
 Who may move (SPEC §6): queued jobs always; a running job only under
-``evo-gp``, only if it runs outside its home cluster (running at home = not
-preemptible). A running job that stays in its group keeps its nodes; one
+``evo-gp`` with ``migrate = true`` (the default), only if it runs outside its
+home cluster (running at home = not preemptible). With ``migrate = false``
+every running job keeps its nodes, so evo-gp never preempts. A running job that stays in its group keeps its nodes; one
 assigned elsewhere is preempted (progress kept) and starts in its new group
 when the plan puts it at ``now``.
 """
@@ -159,7 +160,7 @@ class PlannerScheduler:
                  weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
                  rng: np.random.Generator | None = None, population: int = 100, generations: int = 200,
                  mutation_rate: float = 0.1, time_budget_s: float | None = None,
-                 stagnation: int | None = None, seed_with: tuple[str, ...] = ()) -> None:
+                 stagnation: int | None = None, seed_with: tuple[str, ...] = (), migrate: bool = True) -> None:
         if allocation not in ("mct", "evo"):
             raise ValueError(f"allocation must be 'mct' or 'evo', got {allocation!r}")
         if allocation == "evo" and rng is None:
@@ -168,6 +169,7 @@ class PlannerScheduler:
         self.allocation = allocation
         self.weights = weights
         self.rng = rng
+        self.migrate = migrate
         self.ea_options = dict(n=population, generations=generations, mutation_rate=mutation_rate,
                                time_budget_s=time_budget_s, stagnation=stagnation, seed_with=tuple(seed_with))
         self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0}
@@ -182,7 +184,7 @@ class PlannerScheduler:
         fixed: list[JobView] = []
         for job in view.running:
             home = job.home_cluster
-            if self.allocation == "evo" and home is not None and job.running_cluster != home:
+            if self.allocation == "evo" and self.migrate and home is not None and job.running_cluster != home:
                 movable.append(job)
             else:
                 fixed.append(job)

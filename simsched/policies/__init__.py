@@ -84,12 +84,22 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -
             time_budget_s=options.get("time_budget_s", float, None, min_value=0.0, exclusive_min=True),
             stagnation=options.get("stagnation", int, None, min_value=1),
             seed_with=tuple(options.get_list("seed_with", str, [])),
+            migrate=options.get("migrate", bool, True),
         )
         bad = [s for s in ea["seed_with"] if s not in ("mct", "current")]
         if bad:
             raise options.error("seed_with", f"unknown entry {bad[0]!r}; valid: mct, current")
+        rng = ea_rng(rng_for("optimizer"), options.get("ea_stream", int, 0, min_value=0))
+    else:
+        rng = rng_for("optimizer")
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng_for("optimizer"), **ea)
+                            rng=rng, **ea)
+
+
+def ea_rng(optimizer: Any, k: int) -> Any:
+    """The EA's stream ``k``: 0 is the scenario's "optimizer" stream itself (today's results);
+    k >= 1 is its k-th spawned child (``Generator.spawn``), independent of stream 0 and of each other."""
+    return optimizer if k == 0 else optimizer.spawn(k)[k - 1]
 
 
 def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str,
