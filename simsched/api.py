@@ -96,7 +96,7 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
     if scheduler is None:
         scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
-                                    weights=scenario.objective_weights)
+                                    weights=scenario.objective_weights, objective=scenario.objective)
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,
@@ -111,12 +111,15 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
     jobs = jobs_frame(engine.jobs, names)
     events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
     cluster_gpus = {c.name: float(c.total_gpus) for c in engine.fleet.clusters}
-    summary = summarize(jobs, cluster_gpus, scenario.objective_weights)
+    objective = scenario.objective
+    summary = summarize(jobs, cluster_gpus, scenario.objective_weights, kind=objective.kind, w=objective.w)
     summary.update({
         "scenario": scenario.name,
         "scenario_file": str(scenario.path),
         "scenario_sha256": scenario.digest,
         "seed": scenario.seed,
+        "objective_spec": {"kind": objective.kind, "weights": list(objective.weights), "w": objective.w,
+                           "label": objective.label},
         "scheduler": {"policy": scenario.scheduler.policy, "placement": scenario.scheduler.placement,
                       "backfill": scenario.scheduler.backfill, "allocation": scenario.scheduler.allocation,
                       "heterogeneous": scenario.scheduler.heterogeneous},

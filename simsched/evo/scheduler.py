@@ -65,7 +65,8 @@ class Problem:
     """One decision's planning data over the fleet's groups."""
 
     def __init__(self, view: SchedulerView, jobs: Sequence[JobView], priority: np.ndarray,
-                 weights: tuple[float, float, float], fixed: Sequence[JobView]) -> None:
+                 weights: tuple[float, float, float], fixed: Sequence[JobView], kind: str = "eq5",
+                 w: float = 0.5) -> None:
         self.view = view
         self.groups = groups_of(view)
         self.jobs = list(jobs)
@@ -92,6 +93,8 @@ class Problem:
         self.current = np.array([self.group_of_node[j.running_nodes[0]] if j.running_nodes else -1
                                  for j in self.jobs], dtype=np.int64)
         self.weights = weights
+        self.kind = kind
+        self.w = w
         self.fixed = list(fixed)
 
     def cluster_states(self, fixed: Sequence[JobView]) -> tuple[ClusterState, ...]:
@@ -121,6 +124,7 @@ class Problem:
             now=self.view.now, clusters=self.cluster_states(self.fixed), per_worker=self.per_worker,
             workers=self.workers, duration=self.duration, weight=self.weight, queued=self.queued,
             priority=self.priority, allowed=self.allowed, current=self.current, weights=self.weights,
+            kind=self.kind, w=self.w,
         )
 
     def decision(self, assignment: np.ndarray) -> Decision:
@@ -160,7 +164,8 @@ class PlannerScheduler:
                  weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
                  rng: np.random.Generator | None = None, population: int = 100, generations: int = 200,
                  mutation_rate: float = 0.1, time_budget_s: float | None = None,
-                 stagnation: int | None = None, seed_with: tuple[str, ...] = (), migrate: bool = True) -> None:
+                 stagnation: int | None = None, seed_with: tuple[str, ...] = (), migrate: bool = True,
+                 kind: str = "eq5", w: float = 0.5) -> None:
         if allocation not in ("mct", "evo"):
             raise ValueError(f"allocation must be 'mct' or 'evo', got {allocation!r}")
         if allocation == "evo" and rng is None:
@@ -170,6 +175,8 @@ class PlannerScheduler:
         self.weights = weights
         self.rng = rng
         self.migrate = migrate
+        self.kind = kind
+        self.w = w
         self.ea_options = dict(n=population, generations=generations, mutation_rate=mutation_rate,
                                time_budget_s=time_budget_s, stagnation=stagnation, seed_with=tuple(seed_with))
         self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0}
@@ -192,7 +199,7 @@ class PlannerScheduler:
             return Decision()
         jobs = queued + movable
         priority = evaluate(self.priority, features(jobs, view))
-        problem = Problem(view, jobs, priority, self.weights, fixed)
+        problem = Problem(view, jobs, priority, self.weights, fixed, self.kind, self.w)
         instance = problem.instance()
         if self.allocation == "mct" or len(jobs) == 1:
             assignment = mct_assign(instance)
@@ -259,7 +266,8 @@ class GpOrdering:
 
 def make_planner_scheduler(priority: nx.DiGraph | str, allocation: str = "mct",
                            weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
-                           rng: np.random.Generator | None = None, **ea_options) -> PlannerScheduler:
+                           rng: np.random.Generator | None = None, kind: str = "eq5", w: float = 0.5,
+                           **ea_options) -> PlannerScheduler:
     """A ``mct-gp``/``evo-gp`` scheduler from a graph, a built-in name, a file or an infix expression."""
     graph = load_priority(priority) if isinstance(priority, str) else priority
-    return PlannerScheduler(graph, allocation=allocation, weights=weights, rng=rng, **ea_options)
+    return PlannerScheduler(graph, allocation=allocation, weights=weights, rng=rng, kind=kind, w=w, **ea_options)

@@ -71,7 +71,7 @@ def _priority(options, base_dir: Path):
                             "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
 
 
-def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -> Scheduler:
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective) -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -92,8 +92,9 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -
         rng = ea_rng(rng_for("optimizer"), options.get("ea_stream", int, 0, min_value=0))
     else:
         rng = rng_for("optimizer")
+    kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng, **ea)
+                            rng=rng, kind=kind, w=w, **ea)
 
 
 def ea_rng(optimizer: Any, k: int) -> Any:
@@ -103,13 +104,14 @@ def ea_rng(optimizer: Any, k: int) -> Any:
 
 
 def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str,
-                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> Scheduler:
-    """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams."""
+                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0), objective: Any = None) -> Scheduler:
+    """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams.
+    ``objective`` (a :class:`~simsched.scenario.ObjectiveSpec`) selects Eq. 5 or Eq. 16 for the planners."""
     from simsched.workloads.registry import Params
 
     options = Params(spec.options, "scheduler", file)
     if spec.policy in PLANNER_POLICIES:
-        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights)
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective)
         options.finish()
         return scheduler
     if ":" in spec.policy:
