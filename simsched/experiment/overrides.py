@@ -97,10 +97,17 @@ def workload_table(spec: WorkloadSpec) -> dict[str, Any]:
     return table
 
 
+def objective_table(scenario: Scenario) -> dict[str, Any]:
+    """The ``[objective]`` TOML table that parses back to the scenario's objective."""
+    spec = scenario.objective
+    if spec.kind == "eq16":
+        return {"kind": "eq16", "w": spec.w}
+    return {"kind": spec.kind, "weights": list(spec.weights)}
+
+
 def _objective(scenario: Scenario, keys: Mapping[str, Any], label: str) -> dict[str, Any]:
-    p = Params(keys, "objective", label)
-    weights = p.get("weights", list, list(scenario.objective_weights))
-    if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
-        raise p.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
-    p.finish()
-    return {"objective_weights": tuple(float(w) for w in weights)}
+    raw = objective_table(scenario)
+    if "kind" in keys and keys["kind"] != raw["kind"]:  # another kind: start from its defaults
+        raw = {}
+    objective = scenario_module._objective(Params(_set_all(raw, keys), "objective", label))
+    return {"objective": objective, "objective_weights": objective.weights}
