@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "compare": "simsched.cli:_compare",
     "learn": "simsched.learn_cli:learn_command",
     "rl": "simsched.rl.cli:rl_command",
+    "experiment": "simsched.experiment.cli:experiment_command",
 }
 
 
