@@ -457,3 +457,19 @@ def test_chromium_paints_the_figures(fifo_out, tmp_path):
         assert painted > 0.02 and colours > 20, (left, top, painted, colours)
     # the page background outside the figures is white: the check above can tell painted from blank
     assert (pixels[5:15, -15:-5] > 0.95).all()
+
+
+def test_experiment_command_plots_and_report(tmp_path):
+    path = write_scenario(tmp_path, clusters=CLUSTERS, jobs=_jobs(20),
+                          scheduler='policy = "fifo"\nplacement = "best_fit"\nallocation = "round_robin"')
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'name = "tiny"\nscenarios = ["{path.name}"]\nschedulers = ["fifo", "sjf"]\nseeds = 2\n'
+                    'metric = "avg_jct"\nrecord = ["decisions"]\n[sweep]\n"scheduler.backfill" = [true, false]\n')
+    out = tmp_path / "exp"
+    assert main(["experiment", str(spec), "--out", str(out), "--workers", "1", "--quiet", "--plots",
+                 "--report"]) == 0
+    for name in ("ranks", "sweep_scheduler_backfill", "decision_time"):
+        assert (out / "plots" / f"{name}.png").stat().st_size > 2000, name
+    page = _Page()
+    page.feed((out / "report.html").read_text(encoding="utf-8"))
+    assert page.svgs == 3 and page.references == []
