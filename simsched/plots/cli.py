@@ -124,13 +124,18 @@ def _run_metric_table(summary: dict) -> str:
     from simsched.metrics import SUMMARY_METRICS
     from simsched.plots.report import table_html
 
+    def cell(fmt: str, value: Any) -> str:  # None/NaN: not applicable (e.g. no job has a deadline)
+        return "n/a" if value is None or value != value else fmt.format(value)
+
     clusters = summary.get("per_cluster", {})
     rows = []
     for key, label, _, fmt in SUMMARY_METRICS:
-        row = {"metric": label, "all": fmt.format(summary[key])}
+        if key not in summary:  # written by an older simsched
+            continue
+        row = {"metric": label, "all": cell(fmt, summary[key])}
         if len(clusters) > 1:
             for name, block in clusters.items():
-                row[name] = "" if key == "makespan" else fmt.format(block[key])
+                row[name] = "" if key == "makespan" else cell(fmt, block.get(key))
         rows.append(row)
     return table_html(pd.DataFrame(rows), "Summary metrics (summary.json)")
 
@@ -149,7 +154,8 @@ def _compare(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> l
     tables = []
     if data["table"] is not None:
         table = data["table"]
-        pivot = table.assign(cell=[f"{m:,.4g} ± {s:,.3g}" for m, s in zip(table["mean"], table["std"])])
+        pivot = table.assign(cell=["n/a" if m != m else f"{m:,.4g} ± {s:,.3g}"
+                                   for m, s in zip(table["mean"], table["std"])])
         pivot = pivot.pivot(index="label", columns="scheduler", values="cell")
         pivot = pivot.loc[list(dict.fromkeys(table["label"])), list(dict.fromkeys(table["scheduler"]))]
         pivot.index.name = "metric (mean ± std)"
