@@ -396,6 +396,7 @@ def test_report_is_self_contained(fifo_out):
     summary = json.loads((fifo_out / "summary.json").read_text())
     assert summary["scenario_sha256"] in page_text and f"{summary['wall_time_s']:.2f}" in page_text
     assert "[[cluster]]" in page_text  # the scenario file itself
+    assert ">n/a<" in page_text  # no job has a deadline: the miss rate is not applicable
 
 
 def _chromium() -> str:
