@@ -9,7 +9,6 @@ a ``compare --out`` folder (compare_runs.csv), an ``experiment`` folder
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,6 @@ from simsched.cli_args import Parser
 from simsched.errors import InputError
 from simsched.plots import require
 from simsched.plots.report import FORMATS
-
-KINDS = ("run", "compare", "experiment", "learn")
 
 
 def _parser() -> Parser:
@@ -209,9 +206,3 @@ def _learn(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> lis
 
 _DRAWERS = {"run": _run, "compare": _compare, "experiment": _experiment, "learn": _learn}
 
-
-def load_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a readable JSON file ({exc})") from None
