@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
+from simsched.atomic import check_out_file
 from simsched.cli_args import Parser as _Parser
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
@@ -60,9 +60,7 @@ def learn_command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.address and args.executor != "ray":
         raise InputError("python -m simsched learn: --address needs --executor ray")
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise InputError(f"python -m simsched learn: --out: folder {out.parent} does not exist")
+    out = check_out_file(args.out)
     config = learn_config(args.scenario, population=args.population, generations=args.generations,
                           alpha=args.alpha, train=args.train, validation=args.validation, jobs=args.jobs,
                           seed=args.seed)
@@ -99,10 +97,15 @@ def learn_command(argv: list[str]) -> int:
                                runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=_clock(p.eta_s))
 
                 result = learn(args.scenario, config, progress=show, **kwargs)
-    except KeyboardInterrupt:
-        where = f"; continue with --resume from {ckpt}" if ckpt.is_file() else ""
-        print(f"interrupted{where}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from simsched.interrupts import exit_code
+
+        code = exit_code(exc)
+        what = "terminated" if code == 143 else "interrupted"
+        where = (f"; checkpoint {ckpt} kept (continue with --resume)" if ckpt.is_file()
+                 else "; no checkpoint yet")
+        print(f"{what}{where}", file=sys.stderr)
+        return code
     if not args.quiet:
         valid = result.meta["validation"]
         console.print(f"learned: {valid['winner']['infix']}")
