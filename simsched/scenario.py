@@ -121,8 +121,10 @@ class Scenario:
 def read_toml(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a TOML file")
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: file not found")
+    if not path.is_file():
+        raise InputError(f"{path}: is not a regular file; give a TOML file")
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

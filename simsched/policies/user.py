@@ -53,9 +53,9 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r}); a policy must return a Decision, not end the program"
     if isinstance(exc, RecursionError):
-        return "RecursionError: infinite recursion (maximum recursion depth exceeded)"
+        return "raised RecursionError: infinite recursion (maximum recursion depth exceeded)"
     text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
 
 
 class UserPolicy:
@@ -84,7 +84,7 @@ class UserPolicy:
         return PolicyError(f"{self.where(line)}: {message}")
 
     def raised(self, exc: BaseException, during: str) -> PolicyError:
-        return self.error(f"{self.name}.{during} raised {_describe(exc)}", _where(exc, self.path))
+        return self.error(f"{self.name}.{during} {_describe(exc)}", _where(exc, self.path))
 
     def rejected(self, exc: Exception) -> PolicyError:
         """The engine refused a decision (over-allocation, unknown job or node ...)."""
@@ -173,7 +173,7 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
         except (Exception, SystemExit) as exc:  # the user's code: report it as bad input, one line
             line = _where(exc, path)
             raise PolicyError(f"{path}{'' if line is None else f':{line}'}: importing the policy failed: "
-                              f"{_describe(exc)}") from exc
+                              f"{_describe(exc).removeprefix('raised ')}") from exc
     else:
         try:
             module = importlib.import_module(where)
@@ -202,4 +202,4 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
 def _raised_in_init(exc: BaseException, name: str, path: Path | None) -> PolicyError:
     line = _where(exc, path)
     where = f"{path}:{line}" if path is not None and line is not None else str(path or name)
-    return PolicyError(f"{where}: {name}.__init__ raised {_describe(exc)}")
+    return PolicyError(f"{where}: {name}.__init__ {_describe(exc)}")

@@ -48,7 +48,7 @@ def read_csv(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
     """Read a job CSV with a header row; optional columns may be absent or empty."""
     params.finish()
     if not path.is_file():
-        raise InputError(f"{path}: file not found")
+        raise InputError(f"{path}: {'is a folder; give a job CSV file' if path.is_dir() else 'file not found'}")
     rows: dict[str, list] = {c: [] for c in REQUIRED + OPTIONAL}
     seen: set[str] = set()
     try:
