@@ -28,8 +28,12 @@ class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM arrived; ``signum`` says which."""
 
     def __init__(self, signum: int = signal.SIGINT) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+        # args must rebuild the exception: SimPy re-raises type(exc)(*exc.args)
+        super().__init__(int(signum))
+        self.signum = int(signum)
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 _state = {"received": None, "deferring": 0}

@@ -52,6 +52,18 @@ def _check_times(df: pd.DataFrame, spec) -> None:
                              "(check the workload's parameters)")
 
 
+def _check_gpus(df: pd.DataFrame, spec) -> None:
+    """GPU demands the engine can count (whole milli-GPUs), whatever made the table."""
+    from simsched.workloads.csv_reader import MAX_GPUS, MIN_GPUS
+
+    values = df["gpus"].to_numpy(float)
+    bad = ~np.isfinite(values) | (values < MIN_GPUS) | (values > MAX_GPUS)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{spec.params_file}: workload produced job {df['job_id'].iloc[i]!r} with gpus = "
+                         f"{values[i]:g}; valid: {MIN_GPUS:g} .. {MAX_GPUS:g}")
+
+
 def _why_empty(spec, report: SkipReport) -> str:
     if report.skipped:
         reasons = ", ".join(f"{n} {reason}" for reason, n in report.counts.most_common())
@@ -122,4 +134,5 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     if spec.reference_gpu_type is not None:
         df = df.assign(gpu_type=df["gpu_type"].where(df["gpu_type"].notna(), spec.reference_gpu_type))
     _check_times(df, spec)
+    _check_gpus(df, spec)
     return df.reset_index(drop=True), ctx.report

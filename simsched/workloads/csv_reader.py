@@ -24,6 +24,8 @@ REQUIRED = ("job_id", "submit", "duration", "gpus")
 MAX_SECONDS = 1e11
 #: a job asking for more GPUs than this is a typo (every fleet is far smaller)
 MAX_GPUS = 1e6
+#: the engine counts milli-GPUs: a smaller share would round to nothing
+MIN_GPUS = 0.001
 OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types")
 
 
@@ -105,6 +107,8 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
                 raise ValueError("negative submit or duration")
             if gpus <= 0:
                 raise ValueError(f"non-positive gpus: got {cell['gpus']!r}")
+            if gpus < MIN_GPUS:
+                raise ValueError(f"bad gpus: {cell['gpus']!r} is below the smallest share, {MIN_GPUS:g} GPU")
             workers = _number(cell["workers"], "workers", integer=True, limit=MAX_GPUS) \
                 if cell.get("workers") else pd.NA
             if workers is not pd.NA and workers < 1:
