@@ -20,8 +20,8 @@ that order is deterministic regardless of the executor and the worker count.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
 from simsched.errors import InputError
@@ -83,6 +83,12 @@ class TaskRunner:
         self._ray = None
         self._ray_owned = False
 
+    def _local_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:  # workers ignore SIGINT and die with this process (simsched.interrupts)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=worker_setup,
+                                             initargs=(os.getpid(),))
+        return self._pool
+
     def _terminate_workers(self) -> None:
         """End the pool's processes now (their running tasks are abandoned)."""
         processes = dict(getattr(self._pool, "_processes", None) or {})
@@ -96,35 +102,38 @@ class TaskRunner:
                 process.join(timeout=5)
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], on_result: Callable[[int], None] | None = None,
+            *, on_task: Callable[[int], None] | None = None,
             on_each: Callable[[int, Any], None] | None = None) -> list[Any]:
-        """``[fn(*task) for task in tasks]``, computed by the executor; ``on_result(done)`` after each.
+        """``[fn(*task) for task in tasks]``, computed by the executor.
 
-        ``on_each(index, result)`` is called as soon as a task finishes (in
-        completion order), so a caller can keep finished work if it is
-        interrupted before the rest are done.
+        ``on_result(done)`` is called as results are collected in task order;
+        ``on_task(index)`` as soon as any task finishes, in finishing order (for progress);
+        ``on_each(index, result)`` likewise with the result, so a caller can keep
+        finished work if it is interrupted before the rest are done.
         """
         if not tasks:
             return []
         if self.executor == "ray":
-            return self._map_ray(fn, tasks, on_result, on_each)
+            return self._map_ray(fn, tasks, on_result, on_task, on_each)
         if self.workers == 1:
             results = []
             for index, task in enumerate(tasks):
                 results.append(fn(*task))
+                if on_task:
+                    on_task(index)
                 if on_each:
                     on_each(index, results[-1])
                 if on_result:
                     on_result(len(results))
             return results
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=worker_setup,
-                                             initargs=(os.getpid(),))
-        futures = [self._pool.submit(fn, *task) for task in tasks]
-        if on_each:
-            for index, future in enumerate(futures):
-                future.add_done_callback(
-                    lambda f, i=index: on_each(i, f.result()) if not f.cancelled() and f.exception() is None
-                    else None)
+        futures = [self._local_pool().submit(fn, *task) for task in tasks]
+        if on_task or on_each:
+            index_of = {future: i for i, future in enumerate(futures)}
+            for future in as_completed(futures):
+                if on_each:
+                    on_each(index_of[future], future.result())
+                if on_task:
+                    on_task(index_of[future])
         results = []
         for future in futures:  # in task order; the pool works ahead
             results.append(future.result())
@@ -132,8 +141,39 @@ class TaskRunner:
                 on_result(len(results))
         return results
 
+    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(*tasks[index]))`` for every task, as each finishes (in task order when serial).
+
+        For callers that record each result as soon as it exists (``simsched experiment``);
+        they put results back in task order themselves.
+        """
+        if not tasks:
+            return
+        if self.executor == "ray":
+            if self._ray is None:
+                self._start_ray()
+            remote = self._ray.remote(fn)
+            index = {ref: i for i, ref in enumerate(remote.remote(*task) for task in tasks)}
+            pending = list(index)
+            while pending:
+                ready, pending = self._ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    yield index[ref], self._ray.get(ref)
+            return
+        if self.workers == 1:
+            for i, task in enumerate(tasks):
+                yield i, fn(*task)
+            return
+        futures = {self._local_pool().submit(fn, *task): i for i, task in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                yield futures[future], future.result()
+
     def _map_ray(self, fn: Callable[..., Any], tasks: Sequence[tuple],
                  on_result: Callable[[int], None] | None,
+                 on_task: Callable[[int], None] | None = None,
                  on_each: Callable[[int, Any], None] | None = None) -> list[Any]:
         if self._ray is None:
             self._start_ray()
@@ -145,6 +185,9 @@ class TaskRunner:
         while pending:
             ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 50)))
             done += len(ready)
+            if on_task:
+                for ref in ready:
+                    on_task(refs.index(ref))
             if on_result:
                 on_result(done)
         results = ray.get(refs)

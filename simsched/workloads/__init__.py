@@ -83,6 +83,7 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
 
     ctx = ReadContext(strict=spec.strict, clusters=tuple(fleet.cluster_names), gpu_types=tuple(fleet.gpu_types))
     params = Params(spec.params, "workload", spec.params_file)
+    params.allow(*spec.known_keys)  # the scenario's own workload keys, so "valid keys" lists them
     if spec.source == "synthetic":
         df = generators_registry()[spec.generator](params, stream(seed, "workload"), fleet)
     else:
@@ -136,3 +137,16 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     _check_times(df, spec)
     _check_gpus(df, spec)
     return df.reset_index(drop=True), ctx.report
+
+
+def untyped_warning(table: pd.DataFrame, heterogeneous: bool) -> str | None:
+    """With heterogeneous placement, jobs without a GPU type run at one speed on every type:
+    say so (once per run), naming the key that fixes it."""
+    if not heterogeneous or not len(table):
+        return None
+    untyped = int(table["gpu_type"].isna().sum())
+    if not untyped:
+        return None
+    return (f"heterogeneous = true but {untyped:,} of {len(table):,} jobs have no GPU type: they run at the "
+            "same speed and memory on every type; set workload.reference_gpu_type to the type their "
+            "durations were measured on")
