@@ -8,8 +8,6 @@ heavy libraries load (an early Ctrl-C then ends with one line, SPEC §8).
 
 from __future__ import annotations
 
-from typing import Any
-
 __version__ = "0.1.0"
 
 __all__ = ["RunResult", "load_scenario", "run", "__version__"]
@@ -17,7 +15,7 @@ __all__ = ["RunResult", "load_scenario", "run", "__version__"]
 _LAZY = {"RunResult": "simsched.api", "run": "simsched.api", "load_scenario": "simsched.scenario"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 

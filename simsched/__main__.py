@@ -15,10 +15,10 @@ def _early(signum, frame):  # replaced by simsched.interrupts once the CLI is lo
 signal.signal(signal.SIGTERM, _early)
 try:
     from simsched.cli import main
-except KeyboardInterrupt as exc:
-    code = 143 if exc.args and exc.args[0] == signal.SIGTERM else 130
-    print(f"{'terminated' if code == 143 else 'interrupted'}: stopped while starting; nothing written",
-          file=sys.stderr)
-    raise SystemExit(code) from None
 
-raise SystemExit(main())
+    code = main()
+except KeyboardInterrupt as exc:  # while starting, or in the instant after main returned
+    code = 143 if exc.args and exc.args[0] == signal.SIGTERM else 130
+    print(f"{'terminated' if code == 143 else 'interrupted'}: stopped while starting or ending; "
+          "outputs already written are complete", file=sys.stderr)
+raise SystemExit(code)

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from simsched import interrupts
 from simsched.cli_args import Parser as _Parser
 from simsched.cli_args import add_plot_flags as _add_plot_flags
 from simsched.cli_args import check_plot_flags as _check_plot_flags
@@ -71,13 +72,11 @@ def _subcommand(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; every failure ends as one line on stderr and an exit code."""
-    from simsched import interrupts
-
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    interrupts.install()
     try:
+        interrupts.install()
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
         return _run(argv)
@@ -114,7 +113,6 @@ def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
 def _run(argv: list[str]) -> int:
     from rich.console import Console
 
-    from simsched import interrupts
     from simsched.api import simulation
     from simsched.atomic import check_out_dir
     from simsched.report import LiveProgress, metric_table

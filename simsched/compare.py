@@ -123,10 +123,10 @@ class CompareResult:
         files = []
         for number, table in enumerate(self.jobs):
             name = f"{number:0{width}d}.csv"
-            table.to_csv(folder / name, index=False)
+            atomic.write_with(folder / name, lambda tmp, table=table: table.to_csv(tmp, index=False))
             files.append(name)
         index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
-        index.to_csv(folder / "index.csv", index=False)
+        atomic.write_with(folder / "index.csv", lambda tmp: index.to_csv(tmp, index=False))
         return folder / "index.csv"
 
 

@@ -107,6 +107,20 @@ def _one_clean_line(err: str) -> str:
     return lines[0]
 
 
+def _handles_sigterm(pid: int) -> bool:
+    """True once the process catches SIGTERM (``python -m simsched`` does so on its first line).
+
+    Before that the interpreter itself is starting up, which no program can guard.
+    """
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -126,7 +140,8 @@ def _no_children_left(pids: list[int]) -> None:
 def test_run_setup_phase(tmp_path, signum):
     folder = _folder(tmp_path)
     proc = _start(["s.toml", "--out", "out", "--quiet"], folder)
-    time.sleep(0.3)  # still importing numpy/pandas/simpy
+    _wait_for(lambda: _handles_sigterm(proc.pid))  # simsched's own code runs (the interpreter has started)
+    time.sleep(0.1)  # still importing numpy/pandas/simpy
     proc.send_signal(signum)
     code, err = _finish(proc)
     assert code == EXIT[signum], err
@@ -235,6 +250,7 @@ def test_compare_keeps_finished_runs_and_resumes(tmp_path, workers, signum):
 def test_compare_workers_die_with_parent_during_setup(tmp_path, signum):
     folder = _folder(tmp_path, policy="fifo", jobs=300)
     proc = _start(["compare", "s.toml", "--schedulers", "fifo,slow.py:Slow", "--quiet", "--workers", "2"], folder)
+    _wait_for(lambda: _handles_sigterm(proc.pid))
     time.sleep(0.4)
     proc.send_signal(signum)
     code, err = _finish(proc)
