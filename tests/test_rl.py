@@ -356,3 +356,16 @@ def test_any_allowed_actions_finish_every_job_and_rewards_add_up(tmp_path):
         assert sum(rewards) * FLOW_UNIT_S == pytest.approx(-(jobs["weight"] * jobs["jct"]).sum(), rel=1e-9)
 
     check()
+
+
+def test_two_clusters_home_and_fleet_wide_jobs_reproduce_fifo(tmp_path):
+    """Jobs with a home cluster stay in it; jobs without one may start in any cluster (fastest type first)."""
+    clusters = ('[[cluster]]\nname = "a"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]\n'
+                '[[cluster]]\nname = "b"\nnodes = [{ count = 1, gpus = 4, gpu_type = "A100" }]')
+    jobs = ["1,0,100,4,1,1,,a,", "2,0,50,2,1,1,,,", "3,1,30,2,1,1,,b,", "4,2,10,4,1,1,,,", "5,2,10,1,1,1,,a,"]
+    path = write_scenario(tmp_path, clusters=clusters, scheduler=FIFO, jobs=jobs)
+    reference = simsched.run(path)
+    env = SchedulingEnv(path, top_k=4)
+    _episode(env)
+    pd.testing.assert_frame_equal(env.result().jobs, reference.jobs)
+    assert set(reference.jobs["cluster"]) == {"a", "b"}

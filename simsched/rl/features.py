@@ -9,9 +9,10 @@ jobs entered the queue, which is submit time then input order; or any other
 ordering name of :data:`simsched.policies.ordering.ORDERINGS`). The first
 ``top_k`` jobs that fit now come first, in that order, then (filling the rest of
 the ``top_k`` rows) jobs that do not fit now, in the same order. A job fits now
-when the cluster the scenario's allocation gives it has, for one of the job's
-GPU types, enough free room for all its workers (every placement rule finds a
-spot exactly then).
+when the cluster the scenario's allocation gives it (with ``home``, a job
+without a home cluster may use any cluster) has, for one of the job's GPU
+types, enough free room for all its workers (every placement rule finds a spot
+exactly then).
 
 **Observation** (float32, every entry in [-1, 1]): ``top_k`` rows of
 :data:`CANDIDATE_FEATURES` plus one speed column per fleet GPU type, then the
@@ -97,7 +98,7 @@ class Candidates:
 
     jobs: list[JobView]
     fits: list[bool]
-    clusters: list[int]  # the cluster each candidate is placed in
+    clusters: list[int | None]  # the cluster each candidate is placed in (None: fleet-wide)
     rows: np.ndarray  # (top_k, candidate features + types) float32
     globals: np.ndarray  # (global features,) float32
 
@@ -113,7 +114,7 @@ class Observer:
     """Builds :class:`Candidates` from the queue, free capacity and the allocation."""
 
     def __init__(self, config: ObsConfig, shape: FleetShape, groups: dict[tuple[int, str], tuple[int, ...]],
-                 cluster_for: Callable[[JobView, object], int]) -> None:
+                 cluster_for: Callable[[JobView, object], int | None]) -> None:
         self.config = config
         self.shape = shape
         self._groups = groups
@@ -127,14 +128,15 @@ class Observer:
         self._log_gpus = math.log2(1 + max(1, shape.total_gpus))
         self._log_count = math.log1p(config.count_scale)
 
-    def fits(self, job: JobView, cluster: int, free: Sequence[int]) -> bool:
-        """All workers fit in ``cluster`` on one of the job's GPU types (any placement finds room then)."""
+    def fits(self, job: JobView, cluster: int | None, free: Sequence[int]) -> bool:
+        """All workers fit in ``cluster`` (None: any cluster) on one of the job's GPU types
+        (any placement rule finds room then)."""
         for option in job.options:
-            if option.cluster != cluster:
+            if cluster is not None and option.cluster != cluster:
                 continue
             per_worker = option.per_worker
             slots = 0
-            for n in self._groups[cluster, option.gpu_type]:
+            for n in self._groups[option.cluster, option.gpu_type]:
                 slots += free[n] // per_worker
             if slots >= job.workers:
                 return True
