@@ -369,3 +369,20 @@ def test_two_clusters_home_and_fleet_wide_jobs_reproduce_fifo(tmp_path):
     _episode(env)
     pd.testing.assert_frame_equal(env.result().jobs, reference.jobs)
     assert set(reference.jobs["cluster"]) == {"a", "b"}
+
+
+def test_rl_policy_needs_no_gymnasium(tmp_path):
+    """The shipped scenario runs its agent with gymnasium unimportable (inference is numpy only)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys; sys.modules['gymnasium'] = None\n"
+            "import simsched\n"
+            "r = simsched.run('scenarios/rl/philly_contended.toml', jobs=60)\n"
+            "assert r.summary['completed'] == 60, r.summary\n"
+            "assert 'gymnasium' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
