@@ -22,7 +22,7 @@ from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
-from simsched.workloads import load_jobs
+from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
 
@@ -113,33 +113,57 @@ class Simulation:
     engine: Engine
     skipped: dict
     started: float
+    policy_label: str | None = None  # what ran, when a scheduler object replaced the scenario's policy
+    warnings: tuple[str, ...] = ()  # said once per run (the CLI prints them; summary.json keeps them)
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
         complete = self.engine.run(progress)
-        return collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started)
+        result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
+                         policy_label=self.policy_label)
+        result.summary["warnings"] = list(self.warnings)
+        return result
 
 
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
-        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | None = None) -> RunResult:
+        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | str | None = None) -> RunResult:
     """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results.
 
-    ``scheduler`` replaces the scenario's ``[scheduler]`` policy with a ready object
+    ``scheduler`` replaces the scenario's ``[scheduler]`` policy: a name (``"sjf"``,
+    ``"my_policy.py:MyPolicy"``, checked like ``scheduler.policy``) or a ready object
     (GP learning runs candidate priority functions this way); placement options
-    such as ``heterogeneous`` still come from the scenario.
+    such as ``heterogeneous`` still come from the scenario. The summary records
+    the scheduler that ran.
     """
     return simulation(scenario, seed=seed, jobs=jobs, scheduler=scheduler).run(progress)
 
 
+def scheduler_label(scheduler: object) -> str:
+    """How a scheduler object is named in summaries: its ``name`` attribute, else its class."""
+    name = getattr(scheduler, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    cls = type(scheduler)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
-               jobs: int | None = None, scheduler: Scheduler | None = None) -> Simulation:
+               jobs: int | None = None, scheduler: Scheduler | str | None = None) -> Simulation:
     """Load and validate everything a run needs (all input errors surface here)."""
+    from simsched.policies import resolve_policy_ref
+
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_overrides(seed=seed, jobs=jobs)
+    if isinstance(scheduler, str):
+        scenario = scenario.with_scheduler_keys({"policy": resolve_policy_ref(scheduler, scenario.path)},
+                                                "simsched.run(scheduler=...)")
+        scheduler = None
+    label = None if scheduler is None else scheduler_label(scheduler)
     wall = time.perf_counter()
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)
     spec = scenario.scheduler
+    warnings = tuple(w for w in (untyped_warning(table, spec.heterogeneous),) if w)
     # jobs may run only in their home cluster when the allocation is "home"; a scheduler
     # object given here says so with a true `restrict_to_home` attribute
     restrict = effective_allocation(spec) == "home" if scheduler is None else bool(
@@ -154,10 +178,11 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))
-    return Simulation(scenario, engine, skipped, wall)
+    return Simulation(scenario, engine, skipped, wall, label, warnings)
 
 
-def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float) -> RunResult:
+def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,
+            policy_label: str | None = None) -> RunResult:
     names = engine.fleet.cluster_names
     events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
     state = engine.fleet_state
@@ -173,9 +198,10 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
         "seed": scenario.seed,
         "objective_spec": {"kind": objective.kind, "weights": list(objective.weights), "w": objective.w,
                            "label": objective.label},
-        "scheduler": {"policy": scenario.scheduler.policy, "placement": scenario.scheduler.placement,
+        "scheduler": {"policy": policy_label or scenario.scheduler.policy, "placement": scenario.scheduler.placement,
                       "backfill": scenario.scheduler.backfill, "allocation": scenario.scheduler.allocation,
                       "heterogeneous": scenario.scheduler.heterogeneous},
+        "overrides": dict(scenario.overrides),
         "partial": not complete,
         "simulated_until": float(engine.env.now),
         "decisions": engine.decisions,
