@@ -34,6 +34,10 @@ def _parser() -> _Parser:
     p.add_argument("--validation", type=_positive_int, help="validation instances (default 10)")
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
     p.add_argument("--seed", type=_non_negative_int, help="GP random seed (default: the scenario seed)")
+    p.add_argument("--instances", choices=("seeds", "paper", "sizes"),
+                   help="instance source: the scenario under other seeds (default), the paper's generated "
+                        "train/validation sets, or the single cluster at [learn] sizes (docs/learning.md)")
+    p.add_argument("--instance-seed", type=_non_negative_int, help="seed of the paper instance sets (default 0)")
     p.add_argument("--workers", type=_positive_int,
                    help=f"parallel evaluations (default: CPU count, {os.cpu_count()}); 1 = in this process")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -63,7 +67,7 @@ def learn_command(argv: list[str]) -> int:
     out = check_out_file(args.out)
     config = learn_config(args.scenario, population=args.population, generations=args.generations,
                           alpha=args.alpha, train=args.train, validation=args.validation, jobs=args.jobs,
-                          seed=args.seed)
+                          seed=args.seed, instances=args.instances, instance_seed=args.instance_seed)
     workers = args.workers or (os.cpu_count() or 1)
     console = Console(stderr=True)
     ckpt = checkpoint_path(out)
