@@ -13,6 +13,8 @@ import sys
 
 from simsched.atomic import check_out_file
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import add_plot_flags as _add_plot_flags
+from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError
@@ -45,6 +47,7 @@ def _parser() -> _Parser:
     p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
     p.add_argument("--resume", action="store_true", help="continue from FILE.json.ckpt when it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_plot_flags(p)  # figures and report.html go to FILE_plots/ beside FILE.json
     return p
 
 
@@ -62,6 +65,7 @@ def learn_command(argv: list[str]) -> int:
     from simsched.evo.learn import LearnProgress, checkpoint_path, learn, learn_config
 
     args = _parser().parse_args(argv)
+    pictures = _check_plot_flags(args, "python -m simsched learn")
     if args.address and args.executor != "ray":
         raise InputError("python -m simsched learn: --address needs --executor ray")
     out = check_out_file(args.out)
@@ -119,4 +123,10 @@ def learn_command(argv: list[str]) -> int:
                       f"{valid['winner']['mean_objective']:.6g} vs SRSF {valid['srsf']['mean_objective']:.6g}; "
                       f"mean ratio to SRSF {valid['winner']['mean_ratio_to_srsf']:.4f}")
         console.print(f"wrote {out} ({result.meta['wall_time_s']:.0f} s)")
+    if pictures:
+        from simsched.plots.cli import draw
+
+        drawn = draw(out, fmt=args.plot_format, plots=args.plots, report=args.report)
+        if not args.quiet:
+            console.print("wrote " + ", ".join(str(p) for p in drawn))
     return 0
