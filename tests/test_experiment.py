@@ -342,3 +342,12 @@ def test_bootstrap_ci_brackets_the_mean_and_is_reproducible() -> None:
     assert bootstrap_ci(values) == (low, high)
     assert bootstrap_ci(np.array([3.0, 3.0])) == (3.0, 3.0)
     assert all(math.isnan(x) for x in bootstrap_ci(np.array([3.0])))
+
+
+def test_run_ids_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+    spec_path = REPO / "experiments" / "paper" / "fig4.toml"
+    monkeypatch.chdir(REPO)
+    here = [t.run_id for t in plan(load_spec(Path("experiments/paper/fig4.toml"), "tiny"))]
+    monkeypatch.chdir(tmp_path)
+    there = [t.run_id for t in plan(load_spec(spec_path, "tiny"))]
+    assert here == there
