@@ -15,6 +15,7 @@ import pandas as pd
 JOB_OUTPUT_COLUMNS = (
     "job_id", "submit", "start", "end", "wait", "jct", "cluster", "gpu_type", "preemptions",
     "gpus", "workers", "weight", "duration", "deadline", "gpu_seconds", "status", "reason",
+    "home_cluster", "nodes", "share", "runs",
 )  # fmt: skip
 
 
@@ -27,6 +28,7 @@ SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
     ("avg_wait", "Avg wait (s)", False, "{:,.1f}"),
     ("max_wait", "Max wait (s)", False, "{:,.1f}"),
     ("cq_avg", "C_q,avg (s)", False, "{:,.1f}"),
+    ("weighted_wait", "Weighted avg wait (s)", False, "{:,.1f}"),
     ("cq_max", "C_q,max (s)", False, "{:,.1f}"),
     ("utilization", "GPU-time utilization", True, "{:.3f}"),
     ("deadline_miss_rate", "Deadline miss rate", False, "{:.3f}"),
@@ -36,10 +38,17 @@ SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
 )
 
 
-def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
+def jobs_frame(records: Sequence, cluster_names: Sequence[str],
+               spell_nodes: Sequence[str] | None = None, runs: Sequence[int] | None = None) -> pd.DataFrame:
     """One row per job in input order; start empty (NaN) when it never started, end when it
-    did not finish (unscheduled, or still running in a partial run)."""
-    rows = {c: [] for c in JOB_OUTPUT_COLUMNS}
+    did not finish (unscheduled, or still running in a partial run).
+
+    ``spell_nodes`` and ``runs`` (per job, in record order) come from the run
+    spells (:func:`simsched.outputs.job_spell_columns`); without them ``nodes``
+    is empty and ``runs`` 0. ``share`` is the milli-GPUs per worker of the last
+    spell (0 when the job never ran).
+    """
+    rows = {c: [] for c in JOB_OUTPUT_COLUMNS if c not in ("nodes", "runs")}
     for job in records:
         done = job.status == "done"
         rows["job_id"].append(job.job_id)
@@ -59,6 +68,11 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
         rows["gpu_seconds"].append(job.gpu_seconds)
         rows["status"].append(job.status)
         rows["reason"].append(job.reason)
+        rows["home_cluster"].append("" if job.home_cluster is None else cluster_names[job.home_cluster])
+        rows["share"].append(job.run_share)
+    n = len(rows["job_id"])
+    rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
+    rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)
     return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS))
 
 
@@ -84,11 +98,13 @@ def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float,
         "avg_wait": float(wait.mean()) if len(done) else 0.0,
         "max_wait": max_wait,
         "cq_avg": cq_avg,
+        # the course's "average weighted wait": sum(u q) / sum(u), next to C_q,avg = mean(u q)
+        "weighted_wait": float((u * wait).sum() / u.sum()) if len(done) else 0.0,
         "cq_max": cq_max,
         "utilization": util,
         "deadline_miss_rate": float((done["end"].to_numpy(float)[has_deadline]
                                      > done["deadline"].to_numpy(float)[has_deadline]).mean())
-        if has_deadline.any() else 0.0,
+        if has_deadline.any() else None,  # n/a, not 0: no completed job has a deadline
         "preemptions": int(df["preemptions"].sum()),
         "objective": (w * avg_jct + (1.0 - w) * max_wait) if kind == "eq16"
         else w1 * cq_avg + w2 * cq_max + w3 * (1.0 - util),

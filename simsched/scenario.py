@@ -73,6 +73,7 @@ class WorkloadSpec:
     reference_gpu_type: str | None = None
     load: float | None = None
     download_hint: str | None = None
+    known_keys: tuple[str, ...] = WORKLOAD_COMMON  # read here; listed in the reader's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class SchedulerSpec:
     interval_s: float | None = None
     restart_penalty_s: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
+    known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,15 +126,41 @@ class Scenario:
     digest: str = ""
     description: str = ""
     objective: ObjectiveSpec = ObjectiveSpec()
+    #: what replaced the file's values (command-line flags, API arguments); recorded in summary.json
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
-                       scheduler: SchedulerSpec | None = None) -> Scenario:
-        """A copy with CLI overrides (``--seed``, ``--jobs``) or another scheduler."""
+                       scheduler: SchedulerSpec | None = None, gpus_limit: int | None = None) -> Scenario:
+        """A copy with CLI overrides (``--seed``, ``--jobs``, ``--gpus-limit``: nodes kept per
+        GPU type) or another scheduler."""
         from dataclasses import replace
 
+        from simsched.model import keep_nodes_per_type
+
         workload = self.workload if jobs is None else replace(self.workload, jobs_limit=jobs)
+        clusters = self.clusters if gpus_limit is None else keep_nodes_per_type(self.clusters, gpus_limit)
         return replace(self, seed=self.seed if seed is None else seed, workload=workload,
-                       scheduler=scheduler or self.scheduler)
+                       scheduler=scheduler or self.scheduler, clusters=clusters)
+
+    def with_scheduler_keys(self, changes: dict[str, Any], source: str) -> Scenario:
+        """A copy with ``[scheduler]`` keys replaced, checked exactly like the TOML keys
+        (errors name ``source``, e.g. the command-line flag) and recorded in ``overrides``.
+
+        A new ``policy`` drops the file's policy-specific options (they belong to the old one).
+        """
+        from dataclasses import replace
+
+        spec = self.scheduler
+        table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill,
+                                 "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
+                                 "restart_penalty_s": spec.restart_penalty_s}
+        if spec.interval_s is not None:
+            table["interval_s"] = spec.interval_s
+        if changes.get("policy", spec.policy) == spec.policy:
+            table.update(spec.options)
+        table.update(changes)
+        new = _scheduler(Params(table, "scheduler", source), len(self.clusters))
+        return replace(self, scheduler=new, overrides={**self.overrides, **changes})
 
 
 def read_toml(path: Path) -> dict[str, Any]:
