@@ -351,3 +351,20 @@ def test_run_ids_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     there = [t.run_id for t in plan(load_spec(spec_path, "tiny"))]
     assert here == there
+
+
+def test_list_and_bool_sweep_values(tmp_path: Path) -> None:
+    path = _spec_dir(tmp_path)
+    path.write_text(path.read_text().replace(
+        '"scheduler.restart_penalty_s" = [0, 30]',
+        '"objective.weights" = [[1, 1, 1], [1, 0, 0]]\n"scheduler.backfill" = [true, false]'))
+    spec = load_spec(path, "quick")
+    spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__slots__},
+                         "sweep": (("objective.weights", ([1, 1, 1], [1, 0, 0])), ("scheduler.backfill", (True, False)))})
+    run = run_experiment(spec, tmp_path / "o", workers=1)
+    assert len(run.results) == 4 * 2 * 3
+    assert set(run.results["objective.weights"]) == {"[1, 1, 1]", "[1, 0, 0]"}
+    summary = compute(run.results, spec).summary
+    assert len(summary) == 4 * 3
+    fifo = run.results[(run.results["scheduler"] == "fifo") & (run.results["objective.weights"] == "[1, 0, 0]")]
+    assert (fifo["objective"] == fifo["cq_avg"]).all()

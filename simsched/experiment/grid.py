@@ -175,7 +175,7 @@ def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
     seen: set[tuple] = set()
     first = tasks[0].instance if tasks else None
     for task in tasks:
-        key = (task.point, task.scheduler, task.ea_stream)
+        key = (json.dumps(_jsonable(task.point, Path("."))), task.scheduler, task.ea_stream)
         if task.instance != first or key in seen:
             continue
         seen.add(key)
