@@ -119,10 +119,10 @@ def _run(argv: list[str]) -> int:
     from simsched.scenario import load_scenario
 
     args = _run_parser().parse_args(argv)
+    pictures = _check_plot_flags(args, "python -m simsched")  # before anything is created or run
     if args.out:
         check_out_dir(args.out)
     scenario = _with_flags(load_scenario(args.scenario), args)
-    pictures = _check_plot_flags(args, "python -m simsched")
     console = Console(stderr=True)
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
