@@ -18,7 +18,7 @@ from simsched.experiment.stats import ExperimentStats
 from simsched.metrics import SUMMARY_METRICS
 
 #: other metrics shown as means beside the headline metric
-SIDE_METRICS = ("avg_jct", "avg_wait", "cq_avg", "cq_max", "utilization", "preemptions")
+SIDE_METRICS = ("avg_jct", "avg_wait", "max_wait", "cq_avg", "cq_max", "utilization", "preemptions")
 LABELS = {key: label for key, label, _, _ in SUMMARY_METRICS}
 
 
