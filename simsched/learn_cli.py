@@ -122,7 +122,7 @@ def learn_command(argv: list[str]) -> int:
         console.print(f"validation ({len(valid['seeds'])} instances): mean objective "
                       f"{valid['winner']['mean_objective']:.6g} vs SRSF {valid['srsf']['mean_objective']:.6g}; "
                       f"mean ratio to SRSF {valid['winner']['mean_ratio_to_srsf']:.4f}")
-        console.print(f"wrote {out} ({result.meta['wall_time_s']:.0f} s)")
+        console.print(f"wrote {out} ({result.meta['wall_time_s']:.0f} s)", soft_wrap=True)  # a path stays whole
     if pictures:
         from simsched.plots.cli import draw
 
