@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from simsched import limits
 from simsched.errors import InputError, SimschedError
 from simsched.evo import gp, learn_instances
 from simsched.evo.priority import BUILTIN, TERMINALS, from_json, parse, save_priority, to_json
@@ -199,9 +199,16 @@ def learn_config(scenario_path: str | Path, **flags: Any) -> LearnConfig:
     if unknown:
         raise InputError(f"learn: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(LEARN_KEYS)}")
     try:
-        return LearnConfig(**values)
+        config = LearnConfig(**values)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
+    where = f"{path}: learn population = {config.population}"
+    limits.check_memory(where, "GP individuals (parents and offspring)", 2 * config.population,
+                        limits.BYTES_PER_INDIVIDUAL)
+    limits.check_steps(f"{where}, generations = {config.generations}", "simulation runs",
+                       _expected_evaluations(config), limit=limits.MAX_RUNS,
+                       hint="use a smaller population, fewer generations or fewer instances")
+    return config
 
 
 # ---------------------------------------------------------------- one evaluation (runs in workers)
@@ -267,6 +274,7 @@ class _State:
     fitness: np.ndarray
     rng: np.random.Generator
     history: list[dict[str, Any]] = field(default_factory=list)
+    init_seeds: list[int] = field(default_factory=list)  # instances of the initial evaluation
 
 
 def checkpoint_path(out: str | Path) -> Path:
@@ -279,11 +287,13 @@ def _write_checkpoint(path: Path, config: LearnConfig, digest: str, state: _Stat
         "format": CHECKPOINT_FORMAT, "version": 1, "config": config.as_dict(), "scenario_sha256": digest,
         "generation": state.generation, "population": [list(ind) for ind in state.population],
         "fitness": [float(f) for f in state.fitness], "rng_state": state.rng.bit_generator.state,
-        "history": state.history,
+        "history": state.history, "init_seeds": state.init_seeds,
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: an interrupt leaves the previous checkpoint or this one
+    from simsched import interrupts
+    from simsched.atomic import write_text
+
+    with interrupts.deferred():  # atomic, and not cut short: the previous checkpoint or this one
+        write_text(path, json.dumps(data) + "\n")
 
 
 def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
@@ -310,7 +320,7 @@ def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
     for ind in population:
         gp.check(ind, config.primitives)
     return _State(int(data["generation"]), population, np.asarray(data["fitness"], dtype=np.float64), rng,
-                  list(data["history"]))
+                  list(data["history"]), [int(s) for s in data.get("init_seeds", [])])
 
 
 # ---------------------------------------------------------------- fitness
@@ -411,16 +421,23 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
             if state.generation > config.generations:
                 raise InputError(f"{ckpt}: already at generation {state.generation}, beyond --generations "
                                  f"{config.generations}")
-            clock["done"] = _expected_evaluations(config, state.generation)
+            clock["done"] = _expected_evaluations(config, state.generation) if state.generation >= 0 else 0
         if state is None:
             rng = stream(config.seed, "gp")
             population = gp.ramped_half_and_half(rng, primitives, config.population, config.init_min,
                                                  config.init_max)
             seeds = _subset(rng, config)
+            # generation -1: the initial population, drawn but not yet evaluated (checkpointed at once,
+            # so an interrupt during its long first evaluation still leaves something to resume)
+            state = _State(-1, population, np.empty(0), rng, init_seeds=seeds)
+            if ckpt is not None:
+                _write_checkpoint(ckpt, config, scenario.digest, state)
+        if state.generation == -1:
+            seeds = state.init_seeds
             report()
-            values = fitness.fitness(population, seeds)
-            state = _State(0, population, values, rng)
-            state.history.append(_entry(0, seeds, population, values))
+            values = fitness.fitness(state.population, seeds)
+            state.generation, state.fitness = 0, values
+            state.history.append(_entry(0, seeds, state.population, values))
             _account(clock, config.population * config.alpha)
             if ckpt is not None:
                 _write_checkpoint(ckpt, config, scenario.digest, state)
