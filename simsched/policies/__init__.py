@@ -18,6 +18,7 @@ from simsched.policies.ordering import ORDERINGS
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
 from simsched.policies.queue import QueueScheduler
+from simsched.policies.readonly import guard
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
            "policy_names", "build_scheduler", "resolve_policy_ref"]
@@ -195,4 +196,4 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
     if not callable(getattr(scheduler, "decide", None)):
         raise InputError(f"{file}: scheduler.policy: {name} has no decide(view) method; "
                          "see docs/assignment.md for the interface")
-    return scheduler
+    return guard(scheduler)
