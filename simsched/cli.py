@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import add_plot_flags as _add_plot_flags
+from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError, SimschedError
@@ -23,6 +25,9 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "simsched.cli:_validate",
     "compare": "simsched.cli:_compare",
     "learn": "simsched.learn_cli:learn_command",
+    "rl": "simsched.rl.cli:rl_command",
+    "experiment": "simsched.experiment.cli:experiment_command",
+    "plot": "simsched.plots.cli:plot_command",
 }
 
 
@@ -51,6 +56,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                                                 "here (docs/outputs.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    _add_plot_flags(p)
 
 
 def _subcommand(name: str):
@@ -81,6 +87,7 @@ def _run(argv: list[str]) -> int:
 
     args = _run_parser().parse_args(argv)
     scenario = _with_flags(load_scenario(args.scenario), args)
+    pictures = _check_plot_flags(args, "python -m simsched")
     console = Console(stderr=True)
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
@@ -93,6 +100,12 @@ def _run(argv: list[str]) -> int:
             result = ready.run(progress=live)
     if args.out:
         result.write(args.out)
+    if pictures:
+        from simsched.plots.cli import draw
+
+        drawn = draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
+        if not quiet:
+            console.print("wrote " + ", ".join(str(p) for p in drawn))
     if args.json:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
     elif not args.quiet:
@@ -176,7 +189,14 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    p.add_argument("--keep-jobs", action="store_true",
+                   help="also write every run's per-job table (OUT/jobs/NNN.csv, index.csv); --plots draws "
+                        "every scheduler's JCT CDF from them")
+    _add_plot_flags(p)
     args = p.parse_args(argv)
+    pictures = _check_plot_flags(args, "python -m simsched compare")
+    if args.keep_jobs and not args.out:
+        raise InputError("python -m simsched compare: --keep-jobs needs --out")
     schedulers = None
     if args.schedulers is not None:
         schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
@@ -184,7 +204,7 @@ def _compare(argv: list[str]) -> int:
             raise InputError("python -m simsched compare: --schedulers: give at least one name")
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by)
-    where = dict(workers=args.workers, executor=args.executor, address=args.address)
+    where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs)
     if args.quiet:
         result = run_compare(spec, **where)
     else:
@@ -207,6 +227,10 @@ def _compare(argv: list[str]) -> int:
             console.print(table)
     if args.out:
         paths = result.write(args.out)
+        if pictures:
+            from simsched.plots.cli import draw
+
+            paths += draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
         if not args.quiet:
             print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return 0

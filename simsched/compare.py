@@ -71,6 +71,7 @@ class RunTask:
     scheduler: str
     options: dict[str, Any]  # [scheduler] keys to replace (policy first), see _options_for
     jobs: int | None
+    keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class CompareResult:
     runs: pd.DataFrame  # one row per (instance, seed, scheduler): metrics + rank
     table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
     ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
+    jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
 
     def write(self, out_dir: str | Path) -> list[Path]:
         """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md."""
@@ -90,7 +92,23 @@ class CompareResult:
         self.table.to_csv(paths[0], index=False)
         self.runs.to_csv(paths[1], index=False)
         paths[2].write_text(to_markdown(self))
+        if self.jobs is not None:
+            paths.append(self._write_jobs(out / "jobs"))
         return paths
+
+    def _write_jobs(self, folder: Path) -> Path:
+        """jobs/NNN.csv per run (jobs.csv columns) and jobs/index.csv naming each file's instance, seed and
+        scheduler (file names are run numbers: scheduler names may hold characters paths cannot)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        width = len(str(len(self.jobs)))
+        files = []
+        for number, table in enumerate(self.jobs):
+            name = f"{number:0{width}d}.csv"
+            table.to_csv(folder / name, index=False)
+            files.append(name)
+        index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
+        index.to_csv(folder / "index.csv", index=False)
+        return folder / "index.csv"
 
 
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
@@ -171,7 +189,7 @@ def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> S
     return scenario.with_scheduler_keys(changes, _source(scenario.path, name))
 
 
-def plan(spec: CompareSpec) -> list[RunTask]:
+def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
     """Every run, in the fixed order results are reported in: instance, seed, scheduler."""
     tasks = []
     for instance in spec.instances:
@@ -179,7 +197,8 @@ def plan(spec: CompareSpec) -> list[RunTask]:
         label = scenario.name if len(spec.instances) == 1 else f"{scenario.name}({instance.name})"
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
-                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs))
+                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
+                                     keep_jobs))
     return tasks
 
 
@@ -188,9 +207,12 @@ def run_task(task: RunTask) -> dict[str, Any]:
     from simsched.api import run
 
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
-    summary = run(scenario, seed=task.seed, jobs=task.jobs).summary
+    result = run(scenario, seed=task.seed, jobs=task.jobs)
+    summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
+    if task.keep_jobs:
+        row["_jobs"] = result.jobs
     return row
 
 
@@ -214,14 +236,15 @@ class CompareProgress:
 
 def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str = "local",
                 address: str | None = None,
-                progress: Callable[[CompareProgress], None] | None = None) -> CompareResult:
+                progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False) -> CompareResult:
     """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
 
     Results come back in task order whatever the executor, so they equal a serial run.
+    ``keep_jobs`` keeps every run's per-job table (``CompareResult.jobs``).
     """
     import time
 
-    tasks = plan(spec)
+    tasks = plan(spec, keep_jobs)
     workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
     started = time.perf_counter()
     finished: set[int] = set()
@@ -239,7 +262,10 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
         progress(CompareProgress(0, len(tasks), running(), 0.0))
     with TaskRunner(executor, workers, address) as runner:
         rows = runner.map(run_task, [(task,) for task in tasks], on_task=on_task if progress else None)
-    return tabulate(spec, pd.DataFrame(rows))
+    jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
+    result = tabulate(spec, pd.DataFrame(rows))
+    result.jobs = jobs
+    return result
 
 
 def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:

@@ -16,8 +16,8 @@ that order is deterministic regardless of the executor and the worker count.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
 from simsched.errors import InputError
@@ -109,6 +109,38 @@ class TaskRunner:
             if on_result:
                 on_result(len(results))
         return results
+
+    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(*tasks[index]))`` for every task, as each finishes (in task order when serial).
+
+        For callers that record each result as soon as it exists (``simsched experiment``);
+        they put results back in task order themselves.
+        """
+        if not tasks:
+            return
+        if self.executor == "ray":
+            if self._ray is None:
+                self._start_ray()
+            remote = self._ray.remote(fn)
+            index = {ref: i for i, ref in enumerate(remote.remote(*task) for task in tasks)}
+            pending = list(index)
+            while pending:
+                ready, pending = self._ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    yield index[ref], self._ray.get(ref)
+            return
+        if self.workers == 1:
+            for i, task in enumerate(tasks):
+                yield i, fn(*task)
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        futures = {self._pool.submit(fn, *task): i for i, task in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                yield futures[future], future.result()
 
     def _map_ray(self, fn: Callable[..., Any], tasks: Sequence[tuple],
                  on_result: Callable[[int], None] | None,

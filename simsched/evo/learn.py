@@ -471,8 +471,10 @@ def _offspring(rng: np.random.Generator, population: list[gp.Individual], fitnes
 
 def _entry(generation: int, seeds: list[int], population: list[gp.Individual], values: np.ndarray) -> dict:
     best = int(np.argmin(values))
+    finite = np.asarray(values)[np.isfinite(values)]
     return {"generation": generation, "instances": seeds, "best": float(values[best]),
-            "mean": _finite_mean(values), "best_infix": gp.to_infix(population[best])}
+            "mean": _finite_mean(values), "median": float(np.median(finite)) if finite.size else math.inf,
+            "best_infix": gp.to_infix(population[best])}
 
 
 def _finite_mean(values: np.ndarray) -> float:

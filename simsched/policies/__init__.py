@@ -35,6 +35,9 @@ BASELINES: dict[str, tuple[str, str]] = {
 #: planner-driven schedulers of SPEC §6 (simsched.evo.scheduler)
 PLANNER_POLICIES = ("mct-gp", "evo-gp")
 
+#: a trained RL agent run greedily (simsched.rl.policy; `agent = "file.npz"`)
+RL_POLICY = "rl"
+
 
 def _mct_names() -> set[str]:
     """``mct-<ordering or baseline>``: the classic pipeline with MCT cluster allocation."""
@@ -43,7 +46,7 @@ def _mct_names() -> set[str]:
 
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", *PLANNER_POLICIES} | _mct_names())
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", RL_POLICY, *PLANNER_POLICIES} | _mct_names())
 
 
 def effective_allocation(spec) -> str:
@@ -72,7 +75,8 @@ def _priority(options, base_dir: Path):
                             "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
 
 
-def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective) -> Scheduler:
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective,
+                       restart_penalty_s: float) -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -95,7 +99,7 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, o
         rng = rng_for("optimizer")
     kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng, kind=kind, w=w, **ea)
+                            rng=rng, kind=kind, w=w, restart_penalty_s=restart_penalty_s, **ea)
 
 
 def ea_rng(optimizer: Any, k: int) -> Any:
@@ -113,7 +117,14 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     options = Params(spec.options, "scheduler", file)
     options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too
     if spec.policy in PLANNER_POLICIES:
-        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective)
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective,
+                                       spec.restart_penalty_s)
+        options.finish()
+        return scheduler
+    if spec.policy == RL_POLICY:
+        from simsched.rl.policy import build_rl_policy
+
+        scheduler = build_rl_policy(options, base_dir, rng_for("allocation"), spec.allocation, spec.placement, file)
         options.finish()
         return scheduler
     if ":" in spec.policy:
