@@ -175,3 +175,26 @@ def test_read_only_views_change_no_result_of_an_honest_policy(tmp_path):
     assert guarded.jobs[["job_id", "start", "end"]].equals(bare.jobs[["job_id", "start", "end"]])
     # it only ever uses the first node: a 0-100, b 100-150, c 150-160
     assert guarded.jobs.set_index("job_id").loc["c", "start"] == 150
+
+
+def test_progress_refreshes_by_wall_time_not_every_20000_events():
+    import time
+
+    from simsched.engine import Engine
+    from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+    from simsched.policies import ORDERINGS, PLACEMENTS
+    from simsched.policies.allocation import Home
+    from simsched.policies.queue import QueueScheduler
+
+    class Slow(QueueScheduler):  # a decision that takes a while, like MCT's on a big fleet
+        def decide(self, view):
+            time.sleep(0.01)
+            return super().decide(view)
+
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 1, "V100"),)),), builtin_gpu_types())
+    jobs = [JobSpec(str(i), float(i), 1.5, 1, 1) for i in range(40)]  # ~80 decisions, ~200 events
+    engine = Engine(fleet, jobs, Slow(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home()))
+    snaps = []
+    assert engine.run(snaps.append, refresh_s=0.05)
+    assert len(snaps) >= 4  # before: one snapshot, at the end
+    assert snaps[0].finished < 40 and snaps[-1].finished == 40
