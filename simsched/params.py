@@ -9,6 +9,7 @@ readers, generators, policies, compare and learning.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,8 @@ class Params:
         if not ok:
             names = " or ".join(_type_name(k) for k in kinds)
             raise self.error(name, f"must be {names}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # nan/inf pass every range check
+            raise self.error(name, f"must be a finite number, got {value!r}")
         if choices is not None and value not in choices:
             raise self.error(name, f"unknown value {value!r}; valid: {', '.join(map(str, choices))}")
         if min_value is not None and isinstance(value, (int, float)):
@@ -92,6 +95,8 @@ class Params:
         for v in value:
             if not isinstance(v, item) or isinstance(v, bool):
                 raise self.error(name, f"every item must be {_type_name(item)}, got {v!r}")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise self.error(name, f"every item must be a finite number, got {v!r}")
         return list(value)
 
     def sub(self, name: str) -> Params:

@@ -154,13 +154,13 @@ def test_user_policies_get_read_only_views(tmp_path, action, needle):
     one = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "V100" }]'
     path = write_scenario(tmp_path, clusters=one, scheduler='policy = "cheat.py:Cheat"',
                           jobs=["a,0,100,1,,,,,", "b,1,50,1,,,,,"])
-    with pytest.raises((AttributeError, TypeError)) as info:
+    with pytest.raises(simsched.errors.InputError) as info:  # one line naming cheat.py:line (PolicyError)
         simsched.run(path)
-    assert needle in str(info.value)
+    assert needle in str(info.value) and "cheat.py:" in str(info.value)
 
 
 def test_read_only_views_change_no_result_of_an_honest_policy(tmp_path):
-    from simsched.policies.readonly import ReadOnlyPolicy
+    from simsched.policies.user import UserPolicy
 
     (tmp_path / "honest.py").write_text(CHEAT.replace("{action}", "view.queued_time(job) + view.remaining_time(job)"))
     one = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 1, gpu_type = "V100" }]'
@@ -170,7 +170,7 @@ def test_read_only_views_change_no_result_of_an_honest_policy(tmp_path):
     from simsched.policies import load_user_policy
 
     policy = load_user_policy("honest.py:Cheat", tmp_path, {}, str(path))
-    assert isinstance(policy, ReadOnlyPolicy)
+    assert isinstance(policy, UserPolicy)
     bare = simsched.run(path, scheduler=policy.policy)  # a bare object is guarded by run() too
     assert guarded.jobs[["job_id", "start", "end"]].equals(bare.jobs[["job_id", "start", "end"]])
     # it only ever uses the first node: a 0-100, b 100-150, c 150-160
