@@ -21,6 +21,7 @@ from simsched.errors import DecisionError
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
+from simsched.policies.readonly import guard
 from simsched.policies.user import UserPolicy
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
@@ -177,6 +178,8 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
                                                 "simsched.run(scheduler=...)")
         scheduler = None
     label = None if scheduler is None else scheduler_label(scheduler)
+    if scheduler is not None:
+        scheduler = guard(scheduler)  # read-only views unless it is simsched's own code
     wall = time.perf_counter()
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)

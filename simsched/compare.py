@@ -51,9 +51,9 @@ from simsched.errors import InputError
 from simsched.interrupts import Interrupted
 from simsched.metrics import SUMMARY_METRICS
 from simsched.parallel import TaskRunner
+from simsched.params import Params
 from simsched.policies import resolve_policy_ref
 from simsched.scenario import Scenario, load_scenario, read_toml
-from simsched.workloads.registry import Params
 
 #: every §7 summary metric the comparison reports: key, label, higher is better
 METRICS: tuple[tuple[str, str, bool], ...] = tuple((key, label, higher) for key, label, higher, _ in SUMMARY_METRICS)

@@ -510,12 +510,18 @@ class Engine:
 
     # -- running -----------------------------------------------------------------
     def run(self, progress: Callable[[Progress], None] | None = None,
-            every: int = 20000) -> bool:
-        """Run to the end; returns False when interrupted (Ctrl-C) with a partial state."""
+            refresh_s: float = 0.1) -> bool:
+        """Run to the end; returns False when interrupted (Ctrl-C) with a partial state.
+
+        ``progress`` gets a snapshot about every ``refresh_s`` seconds of wall time (the
+        clock is read every few events: an event may be a slow decision, e.g. MCT's).
+        """
         env = self.env
         step = env.step
         horizon = max((j.submit for j in self.jobs), default=0.0)
-        started = time.perf_counter()
+        started = last = time.perf_counter()
+        every = 20000 if progress is None else 16  # events between clock reads
+        clock = time.perf_counter
         events = 0
         done_in_chunk = 0
         try:
@@ -524,7 +530,8 @@ class Engine:
                     for done_in_chunk in range(every):  # noqa: B007 (read after EmptySchedule)
                         step()
                     events += every
-                    if progress is not None:
+                    if progress is not None and clock() - last >= refresh_s:
+                        last = clock()
                         progress(self.snapshot(horizon, events, started))
         except EmptySchedule:
             events += done_in_chunk

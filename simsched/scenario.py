@@ -38,7 +38,8 @@ else:  # pragma: no cover
 from simsched import limits
 from simsched.errors import InputError
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
-from simsched.workloads.registry import Params, ReadContext
+from simsched.params import Params
+from simsched.workloads.registry import ReadContext
 
 SOURCES = ("csv", "philly", "pai", "helios", "itp", "openb", "synthetic")
 ALLOCATIONS = ("home", "round_robin", "random", "mct")

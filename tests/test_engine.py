@@ -217,7 +217,7 @@ def test_interrupted_run_is_partial_and_keeps_finished_jobs():
         if snapshot.finished >= 5:
             raise KeyboardInterrupt
 
-    assert engine.run(ctrl_c, every=10) is False
+    assert engine.run(ctrl_c, refresh_s=0.0) is False
     scenario = load_scenario(REPO / "scenarios" / "philly_hetero.toml")  # provenance only
     result = collect(engine, scenario, False, {}, 0.0)
     assert result.partial

@@ -119,3 +119,82 @@ def test_workload_valid_keys_list_the_scenarios_own_keys(tmp_path):
     valid = str(info.value).split("valid keys here:")[1]
     assert "workload.jobs_limt: unknown key" in str(info.value)
     assert "jobs_limit" in valid and "synthesize_deadline" in valid and "jobs" in valid
+
+
+CHEAT = '''
+from simsched.policies import Decision, Start
+
+
+class Cheat:
+    def decide(self, view):
+        starts = []
+        free = list(view.free)
+        for job in view.queue:
+            {action}
+            option = job.options[0]
+            node = view.fleet.groups[option.cluster, option.gpu_type][0]
+            if free[node] >= option.per_worker:
+                free[node] -= option.per_worker
+                starts.append(Start(job.job_id, (node,)))
+        return Decision(tuple(starts))
+'''
+
+
+@pytest.mark.parametrize("action, needle", [
+    ("job.remaining_work = 1", "'remaining_work' is read-only"),
+    ("job.duration = 1", "'duration' is read-only"),
+    ("del job.weight", "'weight' is read-only"),
+    ("view.now = 0", "view.now is read-only"),
+    ("view.fleet.groups.clear()", "'mappingproxy' object has no attribute 'clear'"),
+    ("job.process.interrupt()", "'process' is engine state"),
+    ("job.clusters.append(0)", "'tuple' object has no attribute 'append'"),
+])
+def test_user_policies_get_read_only_views(tmp_path, action, needle):
+    (tmp_path / "cheat.py").write_text(CHEAT.replace("{action}", action))
+    one = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "V100" }]'
+    path = write_scenario(tmp_path, clusters=one, scheduler='policy = "cheat.py:Cheat"',
+                          jobs=["a,0,100,1,,,,,", "b,1,50,1,,,,,"])
+    with pytest.raises(simsched.errors.InputError) as info:  # one line naming cheat.py:line (PolicyError)
+        simsched.run(path)
+    assert needle in str(info.value) and "cheat.py:" in str(info.value)
+
+
+def test_read_only_views_change_no_result_of_an_honest_policy(tmp_path):
+    from simsched.policies.user import UserPolicy
+
+    (tmp_path / "honest.py").write_text(CHEAT.replace("{action}", "view.queued_time(job) + view.remaining_time(job)"))
+    one = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 1, gpu_type = "V100" }]'
+    path = write_scenario(tmp_path, clusters=one, scheduler='policy = "honest.py:Cheat"',
+                          jobs=["a,0,100,1,,,,,", "b,1,50,1,,,,,", "c,2,10,1,,,,,"])
+    guarded = simsched.run(path)
+    from simsched.policies import load_user_policy
+
+    policy = load_user_policy("honest.py:Cheat", tmp_path, {}, str(path))
+    assert isinstance(policy, UserPolicy)
+    bare = simsched.run(path, scheduler=policy.policy)  # a bare object is guarded by run() too
+    assert guarded.jobs[["job_id", "start", "end"]].equals(bare.jobs[["job_id", "start", "end"]])
+    # it only ever uses the first node: a 0-100, b 100-150, c 150-160
+    assert guarded.jobs.set_index("job_id").loc["c", "start"] == 150
+
+
+def test_progress_refreshes_by_wall_time_not_every_20000_events():
+    import time
+
+    from simsched.engine import Engine
+    from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+    from simsched.policies import ORDERINGS, PLACEMENTS
+    from simsched.policies.allocation import Home
+    from simsched.policies.queue import QueueScheduler
+
+    class Slow(QueueScheduler):  # a decision that takes a while, like MCT's on a big fleet
+        def decide(self, view):
+            time.sleep(0.01)
+            return super().decide(view)
+
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 1, "V100"),)),), builtin_gpu_types())
+    jobs = [JobSpec(str(i), float(i), 1.5, 1, 1) for i in range(40)]  # ~80 decisions, ~200 events
+    engine = Engine(fleet, jobs, Slow(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home()))
+    snaps = []
+    assert engine.run(snaps.append, refresh_s=0.05)
+    assert len(snaps) >= 4  # before: one snapshot, at the end
+    assert snaps[0].finished < 40 and snaps[-1].finished == 40

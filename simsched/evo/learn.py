@@ -49,9 +49,9 @@ from simsched.errors import InputError, SimschedError
 from simsched.evo import gp, learn_instances
 from simsched.evo.priority import BUILTIN, TERMINALS, from_json, parse, save_priority, to_json
 from simsched.parallel import TaskRunner
+from simsched.params import Params
 from simsched.scenario import load_scenario, read_toml
 from simsched.seeding import stream
-from simsched.workloads.registry import Params
 
 CHECKPOINT_FORMAT = "simsched-gp-checkpoint"
 #: the keys a ``[learn]`` table may hold (flags override them).

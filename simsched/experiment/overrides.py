@@ -18,8 +18,8 @@ from typing import Any
 
 from simsched import scenario as scenario_module
 from simsched.errors import InputError
+from simsched.params import Params
 from simsched.scenario import Scenario, SchedulerSpec, WorkloadSpec
-from simsched.workloads.registry import Params
 
 
 def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any], where: str = "") -> Scenario:

@@ -34,8 +34,8 @@ from typing import Any
 
 from simsched.errors import InputError
 from simsched.metrics import SUMMARY_METRICS
+from simsched.params import Params
 from simsched.scenario import read_toml
-from simsched.workloads.registry import Params
 
 INSTANCE_SETS = ("train", "validation", "test")
 RECORDS = ("decisions", "jobs")

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.policies.allocation import ALLOCATIONS
+from simsched.policies.allocation import ALLOCATIONS as CLASSIC_ALLOCATIONS
+from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, Scheduler, SchedulerView, Start
 from simsched.policies.ordering import ORDERINGS
 from simsched.policies.placement import PLACEMENTS
@@ -18,6 +19,15 @@ from simsched.policies.user import load_user_policy
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
            "policy_names", "build_scheduler", "load_user_policy", "resolve_policy_ref"]
+
+def _mct(rng=None) -> Allocation:
+    from simsched.evo.scheduler import MctAllocation  # numba-compiled planner: import on demand
+
+    return MctAllocation(rng)
+
+
+#: every cluster allocation by scenario name (SPEC §4)
+ALLOCATIONS: dict[str, Callable[..., Allocation]] = {**CLASSIC_ALLOCATIONS, "mct": _mct}
 
 #: the EVO-GP paper's named baselines: policy -> (ordering, placement)
 BASELINES: dict[str, tuple[str, str]] = {
@@ -108,7 +118,7 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
                     weights: tuple[float, float, float] = (1.0, 1.0, 1.0), objective: Any = None) -> Scheduler:
     """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams.
     ``objective`` (a :class:`~simsched.scenario.ObjectiveSpec`) selects Eq. 5 or Eq. 16 for the planners."""
-    from simsched.workloads.registry import Params
+    from simsched.params import Params
 
     options = Params(spec.options, "scheduler", file)
     options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too

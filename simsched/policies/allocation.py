@@ -85,15 +85,11 @@ class RandomAllocation(Allocation):
         return feasible[int(self._rng.integers(len(feasible)))]
 
 
-def _mct(rng: np.random.Generator | None = None) -> Allocation:
-    from simsched.evo.scheduler import MctAllocation  # numba-compiled planner: import on demand
-
-    return MctAllocation(rng)
-
-
+#: the classic allocations; "mct" (the §6 planner, simsched.evo.scheduler) is added by the
+#: policy registry in simsched/policies/__init__.py, which sits above both packages, so this
+#: module never imports simsched.evo (no evo.scheduler <-> policies.allocation circle)
 ALLOCATIONS: dict[str, Callable[..., Allocation]] = {
     "home": Home,
     "round_robin": RoundRobinAllocation,
     "random": RandomAllocation,
-    "mct": _mct,
 }

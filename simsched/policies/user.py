@@ -24,6 +24,7 @@ from typing import Any
 
 from simsched.errors import InputError
 from simsched.policies.base import Decision, Scheduler, Start
+from simsched.policies.readonly import ReadOnlyPolicy
 
 INTERFACE_HINT = "see docs/assignment.md for the interface"
 
@@ -67,6 +68,7 @@ class UserPolicy:
         self.path = path
         self.interval_s = self._interval(getattr(policy, "interval_s", None))
         self.restrict_to_home = bool(getattr(policy, "restrict_to_home", False))
+        self._read_only = ReadOnlyPolicy(policy)  # decides on read-only views: writes raise, naming the attribute
 
     # -- locations -------------------------------------------------------------
     def _decide_line(self) -> int | None:
@@ -137,7 +139,7 @@ class UserPolicy:
     # -- the interface -----------------------------------------------------------
     def decide(self, view) -> Decision:
         try:
-            decision = self.policy.decide(view)
+            decision = self._read_only.decide(view)
         except (Exception, SystemExit) as exc:  # the user's code: anything it raises is bad input
             raise self.raised(exc, "decide") from exc
         return self._check(decision)
