@@ -110,6 +110,8 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     check_runs(spec, tasks)
     store = ResultStore(out, spec.sweep_keys)
     finished = store.open(resume)
+    store.write_plan([(t.run_id, t.scenario, t.instance, t.scheduler, t.seed, t.ea_stream, *(v for _, v in t.point))
+                      for t in tasks])
     todo = [task for task in tasks if task.run_id not in finished]
     skipped = len(tasks) - len(todo)
     if executor == "local":
