@@ -60,7 +60,7 @@ def experiment_command(argv: list[str]) -> int:
                                      progress=lambda done, total: bar.update(task, completed=done, total=total))
     except ExperimentInterrupted as exc:
         print(str(exc), file=sys.stderr)
-        return 130
+        return exc.code
     jobs = read_jobs(out, run.results, spec.sweep_keys) if "jobs" in spec.record else None
     stats = compute(run.results, spec, run.decisions, jobs)
     title = spec.name + (f" (preset {spec.preset})" if spec.preset else "")

@@ -21,6 +21,7 @@ import pandas as pd
 from simsched.experiment.grid import RunTask, check_runs, plan
 from simsched.experiment.spec import ExperimentSpec
 from simsched.experiment.store import ResultStore, read_decisions, read_results
+from simsched.interrupts import deferred, exit_code, received
 from simsched.parallel import TaskRunner
 
 #: summary entries that are not metrics of the run (provenance, flags)
@@ -79,11 +80,12 @@ def execute(task: RunTask) -> dict[str, Any]:
 class ExperimentInterrupted(Exception):
     """Ctrl-C during an experiment: ``recorded`` runs are in the store, the rest can be resumed."""
 
-    def __init__(self, recorded: int, total: int, folder: Path) -> None:
+    def __init__(self, recorded: int, total: int, folder: Path, code: int = 130) -> None:
         super().__init__(f"interrupted: {recorded} of {total} runs recorded in {folder}; "
                          "run again with --resume to finish")
         self.recorded = recorded
         self.total = total
+        self.code = code  # 130 after SIGINT, 143 after SIGTERM
 
 
 @dataclass
@@ -110,6 +112,8 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     check_runs(spec, tasks)
     store = ResultStore(out, spec.sweep_keys)
     finished = store.open(resume)
+    store.write_plan([(t.run_id, t.scenario, t.instance, t.scheduler, t.seed, t.ea_stream, *(v for _, v in t.point))
+                      for t in tasks])
     todo = [task for task in tasks if task.run_id not in finished]
     skipped = len(tasks) - len(todo)
     if executor == "local":
@@ -122,14 +126,17 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     try:
         with TaskRunner(executor, workers, address) as runner:
             for _, row in runner.imap_unordered(execute, [(task,) for task in todo]):
-                if row["partial"]:  # a worker interrupted mid-run: never recorded as finished
-                    continue
-                store.add(row["identity"], row["point"], row["metrics"], row["decisions"], row["jobs"])
+                if row["partial"]:  # the run was interrupted (Ctrl-C reached Engine.run): never recorded
+                    raise KeyboardInterrupt
+                with deferred():  # a signal now waits until the run's records are complete
+                    store.add(row["identity"], row["point"], row["metrics"], row["decisions"], row["jobs"])
                 recorded += 1
+                if received():
+                    raise KeyboardInterrupt
                 if progress:
                     progress(skipped + recorded, len(tasks))
-    except KeyboardInterrupt:
-        raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out)) from None
+    except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (simsched.interrupts)
+        raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out), exit_code(exc)) from None
     results, decisions = load_rows(out, tasks)
     return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded)
 

@@ -7,6 +7,10 @@
   queued, seconds``, one row per scheduling decision (queued jobs at the
   decision, wall seconds the scheduler took).
 - ``jobs/<run_id>.csv`` (``record = ["jobs"]``): the run's per-job table.
+- ``plan.csv``: the runs of the latest invocation's grid (``run_id, scenario, instance,
+  scheduler, seed, ea_stream`` and the swept keys), rewritten at every start. After a
+  ``--resume`` with a changed spec, results.csv may hold rows of runs no longer planned;
+  readers that want the current grid only keep the run_ids listed here.
 
 Atomicity: a run's extra records are written first (``jobs/`` by rename,
 decision rows appended), its ``results.csv`` row last, as one ``os.write``
@@ -36,6 +40,7 @@ DECISION_COLUMNS = ("run_id", "scheduler", "queued", "seconds")
 RESULTS = "results.csv"
 DECISIONS = "decisions.csv"
 JOBS = "jobs"
+PLAN = "plan.csv"
 
 
 def _line(values: Sequence[Any]) -> bytes:
@@ -144,6 +149,12 @@ class ResultStore:
         kept = [row for row in rows[1:] if len(row) == len(DECISION_COLUMNS) and row[0] in finished]
         if len(kept) != len(rows) - 1 or not text.endswith("\n"):
             _rewrite(self.decisions_path, b"".join(_line(r) for r in [list(DECISION_COLUMNS), *kept]))
+
+    def write_plan(self, rows: Sequence[Sequence[Any]]) -> None:
+        """plan.csv: one row per planned run (run_id, scenario, instance, scheduler, seed, ea_stream,
+        swept values), replaced atomically."""
+        header = IDENTITY_COLUMNS[:6] + self.sweep_keys
+        _rewrite(self.folder / PLAN, b"".join(_line(r) for r in [header, *rows]))
 
     def add(self, identity: dict[str, Any], point: dict[str, Any], metrics: dict[str, Any],
             decisions: Iterable[tuple[int, float]] | None = None, jobs: pd.DataFrame | None = None) -> None:
