@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
-from pathlib import Path
 
 from simsched.cli_args import Parser as _Parser
 from simsched.cli_args import non_negative_int as _non_negative_int
@@ -62,13 +60,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    args = _run_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+
+    import json
+    from pathlib import Path
+
     from rich.console import Console
 
     from simsched.api import simulation
     from simsched.report import LiveProgress, metric_table
     from simsched.scenario import load_scenario
 
-    args = _run_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
     console = Console(stderr=True)
     quiet = args.quiet or args.json
@@ -98,12 +100,13 @@ def _run(argv: list[str]) -> int:
 
 def _validate(argv: list[str]) -> int:
     """Check a scenario and its workload without simulating."""
-    from simsched.api import prepare
-    from simsched.scenario import load_scenario
-
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
     args = p.parse_args(argv)
+
+    from simsched.api import prepare
+    from simsched.scenario import load_scenario
+
     scenario = load_scenario(args.scenario)
     fleet, table, skipped = prepare(scenario)
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
@@ -114,11 +117,6 @@ def _validate(argv: list[str]) -> int:
 def _compare(argv: list[str]) -> int:
     """Several schedulers over seeds and instances: mean +- std table, ranks, CSV/Markdown."""
     import os
-
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from simsched.compare import compare_spec, rich_tables, run_compare
 
     p = _Parser(prog="python -m simsched compare",
                 description="Compare schedulers on a scenario over several seeds (and [compare] instances).")
@@ -136,6 +134,12 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     args = p.parse_args(argv)
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from simsched.compare import compare_spec, rich_tables, run_compare
+
     schedulers = None
     if args.schedulers is not None:
         schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
