@@ -6,7 +6,7 @@ import json
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -15,34 +15,85 @@ import pandas as pd
 import simpy
 
 import simsched
+from simsched import outputs
 from simsched.engine import Engine, EngineConfig, Progress
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
-from simsched.workloads import load_jobs
+from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
 
-@dataclass
 class RunResult:
-    """What one run produced: per-job table, event log, summary (metrics + provenance)."""
+    """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
+    nodes, and the run spells and timeline derived from the event log (columns: docs/outputs.md).
 
-    jobs: pd.DataFrame
-    events: pd.DataFrame
-    summary: dict = field(default_factory=dict)
+    The spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on first use, so a
+    caller that needs only the summary (GP learning, compare) does not pay for them.
+    """
+
+    def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame, summary: dict | None = None,
+                 nodes: pd.DataFrame | None = None, options: dict[str, tuple] | None = None,
+                 cluster_names: tuple[str, ...] = ()) -> None:
+        self._jobs = jobs
+        self.events = events
+        self.summary = summary if summary is not None else {}
+        self.nodes = nodes if nodes is not None else pd.DataFrame(columns=list(outputs.NODE_COLUMNS))
+        self._options = options or {}
+        self._cluster_names = cluster_names
+        self._spells: pd.DataFrame | None = None
+        self._timeline: pd.DataFrame | None = None
+        self._jobs_filled = False
+
+    @property
+    def spells(self) -> pd.DataFrame:
+        """One row per run spell (start .. finish or preemption) with its nodes and share."""
+        if self._spells is None:
+            names = self._cluster_names
+
+            def share_of(job_id: str, cluster: str, gpu_type: str) -> int:
+                for option in self._options[job_id]:
+                    if names[option.cluster] == cluster and option.gpu_type == gpu_type:
+                        return option.per_worker
+                raise AssertionError(f"job {job_id!r} ran on {cluster}/{gpu_type}, none of its options")
+
+            self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
+        return self._spells
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """One row per job (jobs.csv)."""
+        if not self._jobs_filled:
+            self._jobs_filled = True
+            if self._options:
+                nodes, runs = outputs.job_spell_columns(self._jobs["job_id"].tolist(), self.spells)
+                self._jobs["nodes"] = nodes
+                self._jobs["runs"] = runs
+        return self._jobs
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """Busy milli-GPUs, running and queued jobs after every change."""
+        if self._timeline is None:
+            self._timeline = outputs.timeline_frame(self.events, self.spells)
+        return self._timeline
 
     @property
     def partial(self) -> bool:
         return bool(self.summary.get("partial"))
 
     def write(self, out_dir: str | Path) -> Path:
-        """Write jobs.csv, events.csv and summary.json into ``out_dir``."""
+        """Write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json into ``out_dir``
+        (columns: docs/outputs.md)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.jobs.to_csv(out / "jobs.csv", index=False)
         self.events.to_csv(out / "events.csv", index=False)
+        self.nodes.to_csv(out / "nodes.csv", index=False)
+        self.spells.to_csv(out / "spells.csv", index=False)
+        self.timeline.to_csv(out / "timeline.csv", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         return out
 
@@ -62,33 +113,57 @@ class Simulation:
     engine: Engine
     skipped: dict
     started: float
+    policy_label: str | None = None  # what ran, when a scheduler object replaced the scenario's policy
+    warnings: tuple[str, ...] = ()  # said once per run (the CLI prints them; summary.json keeps them)
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
         complete = self.engine.run(progress)
-        return collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started)
+        result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
+                         policy_label=self.policy_label)
+        result.summary["warnings"] = list(self.warnings)
+        return result
 
 
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
-        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | None = None) -> RunResult:
+        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | str | None = None) -> RunResult:
     """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results.
 
-    ``scheduler`` replaces the scenario's ``[scheduler]`` policy with a ready object
+    ``scheduler`` replaces the scenario's ``[scheduler]`` policy: a name (``"sjf"``,
+    ``"my_policy.py:MyPolicy"``, checked like ``scheduler.policy``) or a ready object
     (GP learning runs candidate priority functions this way); placement options
-    such as ``heterogeneous`` still come from the scenario.
+    such as ``heterogeneous`` still come from the scenario. The summary records
+    the scheduler that ran.
     """
     return simulation(scenario, seed=seed, jobs=jobs, scheduler=scheduler).run(progress)
 
 
+def scheduler_label(scheduler: object) -> str:
+    """How a scheduler object is named in summaries: its ``name`` attribute, else its class."""
+    name = getattr(scheduler, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    cls = type(scheduler)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
-               jobs: int | None = None, scheduler: Scheduler | None = None) -> Simulation:
+               jobs: int | None = None, scheduler: Scheduler | str | None = None) -> Simulation:
     """Load and validate everything a run needs (all input errors surface here)."""
+    from simsched.policies import resolve_policy_ref
+
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_overrides(seed=seed, jobs=jobs)
+    if isinstance(scheduler, str):
+        scenario = scenario.with_scheduler_keys({"policy": resolve_policy_ref(scheduler, scenario.path)},
+                                                "simsched.run(scheduler=...)")
+        scheduler = None
+    label = None if scheduler is None else scheduler_label(scheduler)
     wall = time.perf_counter()
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)
     spec = scenario.scheduler
+    warnings = tuple(w for w in (untyped_warning(table, spec.heterogeneous),) if w)
     # jobs may run only in their home cluster when the allocation is "home"; a scheduler
     # object given here says so with a true `restrict_to_home` attribute
     restrict = effective_allocation(spec) == "home" if scheduler is None else bool(
@@ -96,30 +171,37 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
     if scheduler is None:
         scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
-                                    weights=scenario.objective_weights)
+                                    weights=scenario.objective_weights, objective=scenario.objective)
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))
-    return Simulation(scenario, engine, skipped, wall)
+    return Simulation(scenario, engine, skipped, wall, label, warnings)
 
 
-def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float) -> RunResult:
+def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,
+            policy_label: str | None = None) -> RunResult:
     names = engine.fleet.cluster_names
-    jobs = jobs_frame(engine.jobs, names)
     events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
+    state = engine.fleet_state
+    nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
+    jobs = jobs_frame(engine.jobs, names)  # nodes/runs are filled from the spells on first use
     cluster_gpus = {c.name: float(c.total_gpus) for c in engine.fleet.clusters}
-    summary = summarize(jobs, cluster_gpus, scenario.objective_weights)
+    objective = scenario.objective
+    summary = summarize(jobs, cluster_gpus, scenario.objective_weights, kind=objective.kind, w=objective.w)
     summary.update({
         "scenario": scenario.name,
         "scenario_file": str(scenario.path),
         "scenario_sha256": scenario.digest,
         "seed": scenario.seed,
-        "scheduler": {"policy": scenario.scheduler.policy, "placement": scenario.scheduler.placement,
+        "objective_spec": {"kind": objective.kind, "weights": list(objective.weights), "w": objective.w,
+                           "label": objective.label},
+        "scheduler": {"policy": policy_label or scenario.scheduler.policy, "placement": scenario.scheduler.placement,
                       "backfill": scenario.scheduler.backfill, "allocation": scenario.scheduler.allocation,
                       "heterogeneous": scenario.scheduler.heterogeneous},
+        "overrides": dict(scenario.overrides),
         "partial": not complete,
         "simulated_until": float(engine.env.now),
         "decisions": engine.decisions,
@@ -129,4 +211,4 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
                      "networkx": metadata.version("networkx")},  # without importing it
     })
-    return RunResult(jobs, events, summary)
+    return RunResult(jobs, events, summary, nodes, {job.job_id: job.options for job in engine.jobs}, names)

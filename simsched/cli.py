@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
+from pathlib import Path
 
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import add_plot_flags as _add_plot_flags
+from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError, SimschedError
@@ -21,6 +25,9 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "simsched.cli:_validate",
     "compare": "simsched.cli:_compare",
     "learn": "simsched.learn_cli:learn_command",
+    "rl": "simsched.rl.cli:rl_command",
+    "experiment": "simsched.experiment.cli:experiment_command",
+    "plot": "simsched.plots.cli:plot_command",
 }
 
 
@@ -34,10 +41,22 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_non_negative_int, help="override the scenario seed")
-    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs (workload.jobs_limit)")
-    p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv and summary.json here")
+    p.add_argument("--jobs", "--jobs-limit", dest="jobs", type=_positive_int, metavar="N",
+                   help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--gpus-limit", type=_positive_int, metavar="N",
+                   help="keep the first N nodes of every GPU type (the course's --gpus_limit, which counts "
+                        "machines per type)")
+    p.add_argument("--policy", help="scheduler.policy: a built-in name or my_policy.py:MyPolicy")
+    p.add_argument("--placement", help="scheduler.placement (first_fit, best_fit, ...)")
+    p.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.backfill: start jobs behind one that does not fit")
+    p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.heterogeneous: let jobs run on other GPU types")
+    p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json "
+                                                "here (docs/outputs.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    _add_plot_flags(p)
 
 
 def _subcommand(name: str):
@@ -62,19 +81,19 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)  # before the heavy imports: --help stays fast
 
-    import json
-    from pathlib import Path
-
     from rich.console import Console
 
     from simsched.api import simulation
     from simsched.report import LiveProgress, metric_table
     from simsched.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario)
+    scenario = _with_flags(load_scenario(args.scenario), args)
+    pictures = _check_plot_flags(args, "python -m simsched")
     console = Console(stderr=True)
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
+    for warning in ready.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False)
     if quiet:
         result = ready.run()
     else:
@@ -82,6 +101,12 @@ def _run(argv: list[str]) -> int:
             result = ready.run(progress=live)
     if args.out:
         result.write(args.out)
+    if pictures:
+        from simsched.plots.cli import draw
+
+        drawn = draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
+        if not quiet:
+            console.print("wrote " + ", ".join(str(p) for p in drawn))
     if args.json:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
     elif not args.quiet:
@@ -91,26 +116,54 @@ def _run(argv: list[str]) -> int:
             out = Console(width=max(100, 34 + 16 * (len(scenario.clusters) + 1)))
         out.print(metric_table(result.summary, title))
         if args.out:
-            console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, summary.json")
+            console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, nodes.csv, spells.csv, timeline.csv, "
+                          "summary.json")
     if result.partial:
         print("interrupted: partial results" + (f" written to {args.out}" if args.out else ""), file=sys.stderr)
         return 130
     return 0
 
 
+def _with_flags(scenario, args: argparse.Namespace):
+    """Apply the single-run flags that replace scenario keys; each is checked like its
+    TOML key and recorded in ``summary.json`` under ``overrides``."""
+    from dataclasses import replace
+
+    from simsched.policies import resolve_policy_ref
+
+    for flag, key in (("policy", "policy"), ("placement", "placement"), ("backfill", "backfill"),
+                      ("heterogeneous", "heterogeneous")):
+        value = getattr(args, flag)
+        if value is not None:
+            if key == "policy":
+                value = resolve_policy_ref(value, scenario.path)
+            scenario = scenario.with_scheduler_keys({key: value}, f"--{flag}")
+    recorded = {}
+    if args.jobs is not None:
+        recorded["jobs_limit"] = args.jobs
+    if args.gpus_limit is not None:
+        scenario = scenario.with_overrides(gpus_limit=args.gpus_limit)
+        recorded["gpus_limit"] = args.gpus_limit
+    return replace(scenario, overrides={**scenario.overrides, **recorded}) if recorded else scenario
+
+
 def _validate(argv: list[str]) -> int:
-    """Check a scenario and its workload without simulating."""
+    """Check a scenario, its workload and its scheduler without simulating: everything a run
+    checks (the run is built up to its first event), with the same warnings."""
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
     args = p.parse_args(argv)
 
-    from simsched.api import prepare
+    from simsched.api import simulation
     from simsched.scenario import load_scenario
 
-    scenario = load_scenario(args.scenario)
-    fleet, table, skipped = prepare(scenario)
+    ready = simulation(load_scenario(args.scenario))
+    fleet = ready.engine.fleet
+    for warning in ready.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
-          f"{fleet.total_gpus} GPUs; {len(table)} jobs; {skipped['skipped']} rows skipped")
+          f"{fleet.total_gpus} GPUs; {len(ready.engine.jobs)} jobs; {ready.skipped['skipped']} rows skipped; "
+          f"policy {ready.scenario.scheduler.policy}")
     return 0
 
 
@@ -133,13 +186,20 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    p.add_argument("--keep-jobs", action="store_true",
+                   help="also write every run's per-job table (OUT/jobs/NNN.csv, index.csv); --plots draws "
+                        "every scheduler's JCT CDF from them")
+    _add_plot_flags(p)
     args = p.parse_args(argv)
 
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simsched.compare import compare_spec, rich_tables, run_compare
 
+    pictures = _check_plot_flags(args, "python -m simsched compare")
+    if args.keep_jobs and not args.out:
+        raise InputError("python -m simsched compare: --keep-jobs needs --out")
     schedulers = None
     if args.schedulers is not None:
         schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
@@ -147,14 +207,21 @@ def _compare(argv: list[str]) -> int:
             raise InputError("python -m simsched compare: --schedulers: give at least one name")
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by)
-    where = dict(workers=args.workers, executor=args.executor, address=args.address)
+    where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs)
     if args.quiet:
         result = run_compare(spec, **where)
     else:
-        with Progress(console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("runs", total=None)
-            result = run_compare(spec, **where,
-                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
+        with Progress(TextColumn("[bold]compare"), BarColumn(), TextColumn("{task.fields[detail]}"),
+                      TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("runs", total=None, detail="")
+
+            def show(snap) -> None:
+                left = "" if snap.left_s is None else f"  about {snap.left_s:,.0f} s left"
+                running = ", ".join(snap.running[:3]) + (" ..." if len(snap.running) > 3 else "")
+                bar.update(task, completed=snap.done, total=snap.total,
+                           detail=f"{snap.done}/{snap.total} runs finished{left}  running: {running or '-'}")
+
+            result = run_compare(spec, **where, progress=show)
     if not args.quiet:
         console = Console()
         if not console.is_terminal:
@@ -163,6 +230,10 @@ def _compare(argv: list[str]) -> int:
             console.print(table)
     if args.out:
         paths = result.write(args.out)
+        if pictures:
+            from simsched.plots.cli import draw
+
+            paths += draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
         if not args.quiet:
             print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return 0

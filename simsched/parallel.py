@@ -16,8 +16,8 @@ that order is deterministic regardless of the executor and the worker count.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
 from simsched.errors import InputError
@@ -77,22 +77,32 @@ class TaskRunner:
         self._ray_owned = False
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], on_result: Callable[[int], None] | None = None,
-            ) -> list[Any]:
-        """``[fn(*task) for task in tasks]``, computed by the executor; ``on_result(done)`` after each."""
+            *, on_task: Callable[[int], None] | None = None) -> list[Any]:
+        """``[fn(*task) for task in tasks]``, computed by the executor.
+
+        ``on_result(done)`` is called as results are collected in task order;
+        ``on_task(index)`` as soon as any task finishes, in finishing order (for progress).
+        """
         if not tasks:
             return []
         if self.executor == "ray":
-            return self._map_ray(fn, tasks, on_result)
+            return self._map_ray(fn, tasks, on_result, on_task)
         if self.workers == 1:
             results = []
-            for task in tasks:
+            for index, task in enumerate(tasks):
                 results.append(fn(*task))
+                if on_task:
+                    on_task(index)
                 if on_result:
                     on_result(len(results))
             return results
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.workers)
         futures = [self._pool.submit(fn, *task) for task in tasks]
+        if on_task:
+            index_of = {future: i for i, future in enumerate(futures)}
+            for future in as_completed(futures):
+                on_task(index_of[future])
         results = []
         for future in futures:  # in task order; the pool works ahead
             results.append(future.result())
@@ -100,8 +110,41 @@ class TaskRunner:
                 on_result(len(results))
         return results
 
+    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(*tasks[index]))`` for every task, as each finishes (in task order when serial).
+
+        For callers that record each result as soon as it exists (``simsched experiment``);
+        they put results back in task order themselves.
+        """
+        if not tasks:
+            return
+        if self.executor == "ray":
+            if self._ray is None:
+                self._start_ray()
+            remote = self._ray.remote(fn)
+            index = {ref: i for i, ref in enumerate(remote.remote(*task) for task in tasks)}
+            pending = list(index)
+            while pending:
+                ready, pending = self._ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    yield index[ref], self._ray.get(ref)
+            return
+        if self.workers == 1:
+            for i, task in enumerate(tasks):
+                yield i, fn(*task)
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        futures = {self._pool.submit(fn, *task): i for i, task in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                yield futures[future], future.result()
+
     def _map_ray(self, fn: Callable[..., Any], tasks: Sequence[tuple],
-                 on_result: Callable[[int], None] | None) -> list[Any]:
+                 on_result: Callable[[int], None] | None,
+                 on_task: Callable[[int], None] | None = None) -> list[Any]:
         if self._ray is None:
             self._start_ray()
         ray = self._ray
@@ -112,6 +155,9 @@ class TaskRunner:
         while pending:
             ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 50)))
             done += len(ready)
+            if on_task:
+                for ref in ready:
+                    on_task(refs.index(ref))
             if on_result:
                 on_result(done)
         return ray.get(refs)

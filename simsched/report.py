@@ -48,9 +48,16 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
         for name in clusters:
             table.add_column(name, justify="right")
     for key, label, _, fmt in SUMMARY_METRICS:
-        cells = [fmt.format(summary[key])]
+        cells = [_format(fmt, summary[key])]
         if show_clusters:
             # the makespan is one for the whole run; the rest differ per cluster
-            cells += ["" if key == "makespan" else fmt.format(block[key]) for block in clusters.values()]
+            cells += ["" if key == "makespan" else _format(fmt, block[key]) for block in clusters.values()]
         table.add_row(label, *cells)
     return table
+
+
+def _format(fmt: str, value) -> str:
+    """A metric cell; None or NaN (e.g. the deadline miss rate with no deadlines) is n/a."""
+    if value is None or value != value:
+        return "n/a"
+    return fmt.format(value)

@@ -13,7 +13,9 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
   synthesis; other keys go to the reader or generator, which validates them
 - ``[scheduler]`` policy, placement, backfill, allocation, heterogeneous,
   interval_s, restart_penalty_s, plus policy options
-- ``[objective]`` ``weights = [w1, w2, w3]`` (Eq. 5)
+- ``[objective]`` ``kind = "eq5"`` with ``weights = [w1, w2, w3]`` (Eq. 5), or ``kind = "eq16"``
+  with ``w`` (Eq. 16: w AvgJCT + (1 - w) MaxQT)
+- ``[instance]`` generator, seed, set, index: a generated paper fleet in place of ``[[cluster]]`` (simsched/workloads/instances.py)
 - ``[compare]`` read only by ``python -m simsched compare`` (see simsched/compare.py)
 - ``[learn]`` read only by ``python -m simsched learn`` (see simsched/evo/learn.py)
 """
@@ -21,6 +23,7 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +73,7 @@ class WorkloadSpec:
     reference_gpu_type: str | None = None
     load: float | None = None
     download_hint: str | None = None
+    known_keys: tuple[str, ...] = WORKLOAD_COMMON  # read here; listed in the reader's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,22 @@ class SchedulerSpec:
     interval_s: float | None = None
     restart_penalty_s: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
+    known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectiveSpec:
+    """``[objective]``: Eq. 5 with ``weights`` (default), or Eq. 16 = w AvgJCT + (1 - w) MaxQT."""
+
+    kind: str = "eq5"
+    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    w: float = 0.5
+
+    @property
+    def label(self) -> str:
+        if self.kind == "eq16":
+            return f"Eq. 16, w = {self.w:g}"
+        return "Eq. 5, weights = " + ", ".join(f"{x:g}" for x in self.weights)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +125,42 @@ class Scenario:
     objective_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
     digest: str = ""
     description: str = ""
+    objective: ObjectiveSpec = ObjectiveSpec()
+    #: what replaced the file's values (command-line flags, API arguments); recorded in summary.json
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
-                       scheduler: SchedulerSpec | None = None) -> Scenario:
-        """A copy with CLI overrides (``--seed``, ``--jobs``) or another scheduler."""
+                       scheduler: SchedulerSpec | None = None, gpus_limit: int | None = None) -> Scenario:
+        """A copy with CLI overrides (``--seed``, ``--jobs``, ``--gpus-limit``: nodes kept per
+        GPU type) or another scheduler."""
         from dataclasses import replace
 
+        from simsched.model import keep_nodes_per_type
+
         workload = self.workload if jobs is None else replace(self.workload, jobs_limit=jobs)
+        clusters = self.clusters if gpus_limit is None else keep_nodes_per_type(self.clusters, gpus_limit)
         return replace(self, seed=self.seed if seed is None else seed, workload=workload,
-                       scheduler=scheduler or self.scheduler)
+                       scheduler=scheduler or self.scheduler, clusters=clusters)
+
+    def with_scheduler_keys(self, changes: dict[str, Any], source: str) -> Scenario:
+        """A copy with ``[scheduler]`` keys replaced, checked exactly like the TOML keys
+        (errors name ``source``, e.g. the command-line flag) and recorded in ``overrides``.
+
+        A new ``policy`` drops the file's policy-specific options (they belong to the old one).
+        """
+        from dataclasses import replace
+
+        spec = self.scheduler
+        table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill,
+                                 "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
+                                 "restart_penalty_s": spec.restart_penalty_s}
+        if spec.interval_s is not None:
+            table["interval_s"] = spec.interval_s
+        if changes.get("policy", spec.policy) == spec.policy:
+            table.update(spec.options)
+        table.update(changes)
+        new = _scheduler(Params(table, "scheduler", source), len(self.clusters))
+        return replace(self, scheduler=new, overrides={**self.overrides, **changes})
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -132,26 +179,77 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file."""
     path = Path(path)
     raw = read_toml(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return scenario_from_table(raw, path, digest)
+
+
+def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = None) -> Scenario:
+    """Validate a scenario given as a parsed TOML table; ``path`` names it in errors and
+    anchors relative paths. ``digest`` defaults to a hash of the table itself."""
+    if digest is None:
+        digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
     base = path.resolve().parent
     top = Params(raw, "", path)
-    name = top.get("name", str, path.stem)
-    seed = top.get("seed", int, 0, min_value=0)
-    description = top.get("description", str, "")
+    instance = _instance(top, path)
+    name = top.get("name", str, path.stem if instance is None else instance.name)
+    seed = top.get("seed", int, 0 if instance is None else instance.seed, min_value=0)
+    description = top.get("description", str, "" if instance is None else instance.description)
     gpu_types = _gpu_types(top, path)
-    clusters = _clusters(top, path, base, gpu_types)
-    workload = _workload(top.sub("workload"), path, base, gpu_types)
+    if instance is None:
+        clusters = _clusters(top, path, base, gpu_types)
+    else:
+        if top.has("cluster"):
+            raise top.error("cluster", "is given by [instance]; remove [[cluster]] or [instance]")
+        clusters = instance.clusters
+    workload_raw = top.get("workload", dict, {})
+    if instance is not None and "file" not in workload_raw:  # the instance's, the scenario's keys on top
+        workload_raw = {**instance.workload, **workload_raw}
+    workload = _workload(Params(workload_raw, "workload", path), path, base, gpu_types)
     scheduler = _scheduler(top.sub("scheduler"), len(clusters))
-    objective = top.sub("objective")
-    weights = objective.get("weights", list, [1.0, 1.0, 1.0])
-    if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
-        raise objective.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
-    objective.finish()
+    objective = _objective(top.sub("objective"))
     top.get("compare", dict, {})  # options of `python -m simsched compare`, validated by simsched.compare
     top.get("learn", dict, {})  # options of `python -m simsched learn`, validated by simsched.evo.learn
     top.finish()
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,
-                    tuple(float(w) for w in weights), digest, description)
+                    objective.weights, digest, description, objective)
+
+
+OBJECTIVE_KINDS = ("eq5", "eq16")
+
+
+def _objective(p: Params) -> ObjectiveSpec:
+    kind = p.get("kind", str, "eq5", choices=OBJECTIVE_KINDS)
+    if kind == "eq5":
+        if p.has("w"):
+            raise p.error("w", 'is only used with kind = "eq16"; Eq. 5 takes weights = [w1, w2, w3]')
+        weights = p.get("weights", list, [1.0, 1.0, 1.0])
+        if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+            raise p.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
+        p.finish()
+        return ObjectiveSpec("eq5", tuple(float(w) for w in weights))
+    if p.has("weights"):
+        raise p.error("weights", 'is only used with kind = "eq5"; Eq. 16 takes w in [0, 1]')
+    w = p.get("w", float, 0.5, min_value=0.0, max_value=1.0)
+    p.finish()
+    return ObjectiveSpec("eq16", w=w)
+
+
+def _instance(top: Params, path: Path):
+    """The ``[instance]`` table: a generated fleet (and default workload) instead of ``[[cluster]]``."""
+    if not top.has("instance"):
+        return None
+    from simsched.workloads.instances import GENERATORS, SETS, instance_spec
+
+    p = top.sub("instance")
+    p.get("generator", str, "paper", choices=GENERATORS)
+    seed = p.get("seed", int, 0, min_value=0)
+    set_name = p.get("set", str, None, choices=tuple(SETS))
+    if set_name is None:
+        index = p.get("index", int, min_value=0)
+    else:
+        index = p.get("index", int, min_value=0, max_value=SETS[set_name][1] - 1)
+    p.finish()
+    return instance_spec(seed, index, set_name)
 
 
 def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:

@@ -49,10 +49,10 @@ class ReferenceWalk:
             cluster = self.allocation.cluster_for(job, view)
             if cluster in blocked:
                 continue
-            nodes = place_job(job, cluster, view.fleet.groups, self.placement, free)
+            nodes = place_job(job, cluster, view.fleet.groups, self.placement, free, skip=blocked)
             if nodes is None:
-                if not self.backfill:
-                    blocked.add(cluster)
+                if not self.backfill:  # a job without a cluster (fleet-wide) blocks them all
+                    blocked.update(range(len(view.fleet.cluster_names)) if cluster is None else (cluster,))
                 continue
             starts.append(Start(job.job_id, nodes))
         return Decision(tuple(starts))
@@ -67,8 +67,9 @@ def workload(seed: int, count: int) -> list[JobSpec]:
         gpu_type = rng.choice(["", "V100", "T4", "A100"])
         duration = float(rng.choice([0, 1, 5, 60, 600, 3600, rng.integers(1, 9000)]))
         deadline = None if rng.random() < 0.5 else t + float(rng.integers(10, 5000))
+        home = str(rng.choice(["a", "b", ""])) or None  # no home: placed fleet-wide
         jobs.append(JobSpec(f"j{i}", t, duration, gpus, 1 if gpus <= 8 else 2, int(rng.integers(1, 5)),
-                            deadline, str(rng.choice(["a", "b"])), str(gpu_type) or None))
+                            deadline, home, str(gpu_type) or None))
     return jobs
 
 

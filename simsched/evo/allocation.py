@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from simsched.errors import InputError
-from simsched.evo.objective import DEFAULT_WEIGHTS, _combine, objective
+from simsched.evo.objective import DEFAULT_WEIGHTS, _combine, combine_weights, objective
 from simsched.evo.planner import (
     Plan,
     _commit,
@@ -92,11 +92,12 @@ class _Kernel(NamedTuple):
     now: float
     capacity: np.ndarray  # (P, N_max), padded with 0-capacity nodes
     template: tuple  # fixed-jobs planner state per cluster (see planner.py)
-    fixed_sums: np.ndarray  # (P, 5): sum u q, max u q, sum g d, max F, count
+    fixed_sums: np.ndarray  # (P, 5): sum u q, max u q, sum work, max F, count
     per_worker: np.ndarray  # (J, P)
     workers: np.ndarray  # (J,)
     duration: np.ndarray  # (J, P)
-    weight: np.ndarray  # (J,)
+    weight: np.ndarray  # (J,) u_j (1 under Eq. 16)
+    work: np.ndarray  # (J, P) the job's work term: g_j x useful d_j (Eq. 5), d_j (Eq. 16)
     queued: np.ndarray  # (J,)
     order: np.ndarray  # (J,) job indices by increasing f(j), ties by index
     feasible: np.ndarray  # (J, P) bool
@@ -105,7 +106,7 @@ class _Kernel(NamedTuple):
     mobile: np.ndarray  # jobs with at least two feasible clusters
     zobrist: np.ndarray  # (J,) uint64
     total_capacity: float
-    weights: np.ndarray  # (3,)
+    weights: np.ndarray  # (4,) w1..w4 of _combine
     max_items: int
     max_entries: int
 
@@ -138,6 +139,9 @@ class AllocationInstance:
     be per job, shape (J,), or per job and cluster, shape (J, P). ``allowed``
     (J, P) lets the caller forbid clusters (GPU type, home-only). ``current``
     is the cluster a job is on now (-1 if queued). It is used only to seed the EA.
+    ``kind`` is the objective (``"eq5"`` with ``weights``, or ``"eq16"`` with ``w``).
+    ``overhead`` (J,) or (J, P), default 0, is the part of ``duration`` that is no useful
+    work (a restart penalty): it holds the GPUs but does not count in C_u (Eq. 4).
     ``feasible`` is computed: allowed, and Eq. 10 generalised: at least r_j
     workers fit in the empty cluster.
     """
@@ -151,8 +155,11 @@ class AllocationInstance:
     queued: np.ndarray
     priority: np.ndarray
     allowed: np.ndarray | None = None
+    overhead: np.ndarray | None = None
     current: np.ndarray | None = None
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    kind: str = "eq5"
+    w: float = 0.5
     feasible: np.ndarray = field(init=False, repr=False, compare=False)
     kernel: _Kernel = field(init=False, repr=False, compare=False)
 
@@ -181,8 +188,19 @@ class AllocationInstance:
             raise InputError('"duration" must be finite and >= 0')
         if np.any(np.isnan(priority)):
             raise InputError('"priority" must not be NaN')
-        if len(self.weights) != 3:
-            raise InputError(f'"weights" must be (w1, w2, w3), got {self.weights!r}')
+        combined = combine_weights(self.kind, tuple(self.weights), self.w)
+        unweighted = self.kind == "eq16"
+        if unweighted:
+            weight = np.ones_like(weight)
+            work = duration.copy()
+        else:
+            useful = duration
+            if self.overhead is not None:
+                overhead = _as_job_cluster("overhead", self.overhead, n_jobs, n_clusters, np.float64)
+                if np.any(overhead < 0) or np.any(overhead > duration):
+                    raise InputError('"overhead" must be between 0 and "duration"')
+                useful = duration - overhead
+            work = (per_worker * workers[:, None]).astype(np.float64) * useful
         allowed = np.ones((n_jobs, n_clusters), dtype=bool)
         if self.allowed is not None:
             allowed = _as_job_cluster("allowed", self.allowed, n_jobs, n_clusters, bool)
@@ -222,12 +240,14 @@ class AllocationInstance:
             _state_from_fixed(
                 self.now, capacity[p], c.fixed_finish, usage, *(a[p] for a in template)
             )
-            uq = c.fixed_weight[running] * c.fixed_queued[running]
+            fixed_weight = np.ones_like(c.fixed_weight) if unweighted else c.fixed_weight
+            uq = fixed_weight[running] * c.fixed_queued[running]
             remaining = c.fixed_finish[running] - self.now
+            fixed_work = np.ones(int(running.sum())) if unweighted else usage[running].sum(axis=1)
             fixed_sums[p] = (
                 uq.sum(),
                 uq.max(initial=-np.inf),
-                (usage[running].sum(axis=1) * remaining).sum(),
+                (fixed_work * remaining).sum(),
                 c.fixed_finish[running].max(initial=self.now),
                 running.sum(),
             )
@@ -246,6 +266,7 @@ class AllocationInstance:
                 workers=workers,
                 duration=duration,
                 weight=weight,
+                work=np.ascontiguousarray(work),
                 queued=queued,
                 order=np.argsort(priority, kind="stable").astype(np.int64),
                 feasible=feasible,
@@ -254,7 +275,7 @@ class AllocationInstance:
                 mobile=np.nonzero(counts >= 2)[0].astype(np.int64),
                 zobrist=_splitmix64(np.arange(n_jobs, dtype=np.uint64)),
                 total_capacity=float(capacity.sum()),
-                weights=np.asarray(self.weights, dtype=np.float64),
+                weights=np.asarray(combined, dtype=np.float64),
                 max_items=max_items,
                 max_entries=max_entries,
             ),
@@ -367,7 +388,7 @@ def _reset_cluster(k: _Kernel, ws: _Workspace, p: int) -> None:
 
 @njit(cache=True)
 def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
-    """Plan cluster p with its member jobs and return (sum u q, max u q, sum g d, max F, count)."""
+    """Plan cluster p with its member jobs and return (sum u q, max u q, sum work d, max F, count)."""
     _reset_cluster(k, ws, p)
     b, f, o, en, eu, bf, c = ws.states
     sum_uq = k.fixed_sums[p, 0]
@@ -392,7 +413,7 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
         sum_uq += uq
         if uq > max_uq:
             max_uq = uq
-        sum_gd += float(units * r) * d
+        sum_gd += k.work[j, p]
         if fin > max_f:
             max_f = fin
         count += 1.0
@@ -408,7 +429,7 @@ def _mix(key: np.uint64, p: int) -> np.uint64:
 
 @njit(cache=True)
 def _evaluate(k: _Kernel, ws: _Workspace, cache: _Cache, use_cache: bool, a: np.ndarray) -> float:
-    """Eq. 5 for assignment ``a``: plan every cluster (or reuse its cached sums) and combine."""
+    """The objective for assignment ``a``: plan every cluster (or reuse its cached sums) and combine."""
     n_clusters = k.capacity.shape[0]
     words = ws.bits.shape[1]
     for p in range(n_clusters):
@@ -494,6 +515,7 @@ def _evaluate(k: _Kernel, ws: _Workspace, cache: _Cache, use_cache: bool, a: np.
         k.weights[0],
         k.weights[1],
         k.weights[2],
+        k.weights[3],
     )
 
 
@@ -689,29 +711,36 @@ def plan_assignment(
 
 
 def objective_reference(instance: AllocationInstance, assignment: np.ndarray) -> float:
-    """Eq. 5 via :func:`plan_reference` and :func:`objective`; the kernel path must agree."""
+    """The objective (Eq. 5 or 16) via :func:`plan_reference` and :func:`objective`; the kernel path must agree."""
     a = instance.check_assignment(assignment)
     k = instance.kernel
     plans = plan_assignment(instance, a, reference=True)
-    weight, queued, start, remaining, gpus = [], [], [], [], []
+    weight, queued, start, remaining, gpus, useful = [], [], [], [], [], []
+    overhead = np.zeros_like(k.duration) if instance.overhead is None else _as_job_cluster(
+        "overhead", instance.overhead, instance.n_jobs, instance.n_clusters, np.float64)
     for p, (c, plan) in enumerate(zip(instance.clusters, plans)):
         running = c.fixed_finish > instance.now
         weight.append(c.fixed_weight[running])
         queued.append(c.fixed_queued[running])
         start.append(np.full(int(running.sum()), instance.now))
         remaining.append(c.fixed_finish[running] - instance.now)
+        useful.append(c.fixed_finish[running] - instance.now)
         gpus.append(c.fixed_usage[running].sum(axis=1).astype(np.float64))
         mine = np.nonzero(a == p)[0]
         weight.append(k.weight[mine])
         queued.append(k.queued[mine])
         start.append(plan.start[mine])
         remaining.append(k.duration[mine, p])
+        useful.append(k.duration[mine, p] - overhead[mine, p])
         gpus.append((k.per_worker[mine, p] * k.workers[mine]).astype(np.float64))
     return objective(
         instance.now,
         *(np.concatenate(x) for x in (weight, queued, start, remaining, gpus)),
         total_capacity=k.total_capacity,
-        weights=tuple(k.weights),
+        weights=tuple(instance.weights),
+        kind=instance.kind,
+        w=instance.w,
+        useful=np.concatenate(useful),
     )
 
 

@@ -183,7 +183,8 @@ def run_objective(scenario_path: str, seed: int, graph_json: str, jobs: int | No
 
     scenario = _scenario(scenario_path)
     graph = from_json(json.loads(graph_json), "<gp individual>")
-    scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights)
+    scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights,
+                                       kind=scenario.objective.kind, w=scenario.objective.w)
     result = api.run(scenario, seed=seed, jobs=jobs, scheduler=scheduler)
     if result.partial:  # pragma: no cover - only on an interrupted run
         raise KeyboardInterrupt
@@ -420,7 +421,8 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
     meta = {
         "learned_by": "python -m simsched learn (GP, Algorithm 3)",
         "scenario": scenario.name, "scenario_file": str(scenario_path), "scenario_sha256": scenario.digest,
-        "objective_weights": list(scenario.objective_weights), "allocation": "mct",
+        "objective_weights": list(scenario.objective_weights), "objective": scenario.objective.label,
+        "allocation": "mct",
         "fitness": "sum over the generation's training instances of objective(candidate) / objective(srsf)",
         "config": config.as_dict(),
         "training_seeds": config.training_seeds,
@@ -469,8 +471,10 @@ def _offspring(rng: np.random.Generator, population: list[gp.Individual], fitnes
 
 def _entry(generation: int, seeds: list[int], population: list[gp.Individual], values: np.ndarray) -> dict:
     best = int(np.argmin(values))
+    finite = np.asarray(values)[np.isfinite(values)]
     return {"generation": generation, "instances": seeds, "best": float(values[best]),
-            "mean": _finite_mean(values), "best_infix": gp.to_infix(population[best])}
+            "mean": _finite_mean(values), "median": float(np.median(finite)) if finite.size else math.inf,
+            "best_infix": gp.to_infix(population[best])}
 
 
 def _finite_mean(values: np.ndarray) -> float:

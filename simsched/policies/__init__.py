@@ -20,7 +20,7 @@ from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
 from simsched.policies.queue import QueueScheduler
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
-           "policy_names", "build_scheduler"]
+           "policy_names", "build_scheduler", "resolve_policy_ref"]
 
 #: the EVO-GP paper's named baselines: policy -> (ordering, placement)
 BASELINES: dict[str, tuple[str, str]] = {
@@ -34,6 +34,9 @@ BASELINES: dict[str, tuple[str, str]] = {
 #: planner-driven schedulers of SPEC §6 (simsched.evo.scheduler)
 PLANNER_POLICIES = ("mct-gp", "evo-gp")
 
+#: a trained RL agent run greedily (simsched.rl.policy; `agent = "file.npz"`)
+RL_POLICY = "rl"
+
 
 def _mct_names() -> set[str]:
     """``mct-<ordering or baseline>``: the classic pipeline with MCT cluster allocation."""
@@ -42,7 +45,7 @@ def _mct_names() -> set[str]:
 
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", *PLANNER_POLICIES} | _mct_names())
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", RL_POLICY, *PLANNER_POLICIES} | _mct_names())
 
 
 def effective_allocation(spec) -> str:
@@ -71,7 +74,8 @@ def _priority(options, base_dir: Path):
                             "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
 
 
-def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -> Scheduler:
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective,
+                       restart_penalty_s: float) -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -84,22 +88,42 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -
             time_budget_s=options.get("time_budget_s", float, None, min_value=0.0, exclusive_min=True),
             stagnation=options.get("stagnation", int, None, min_value=1),
             seed_with=tuple(options.get_list("seed_with", str, [])),
+            migrate=options.get("migrate", bool, True),
         )
         bad = [s for s in ea["seed_with"] if s not in ("mct", "current")]
         if bad:
             raise options.error("seed_with", f"unknown entry {bad[0]!r}; valid: mct, current")
+        rng = ea_rng(rng_for("optimizer"), options.get("ea_stream", int, 0, min_value=0))
+    else:
+        rng = rng_for("optimizer")
+    kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng_for("optimizer"), **ea)
+                            rng=rng, kind=kind, w=w, restart_penalty_s=restart_penalty_s, **ea)
+
+
+def ea_rng(optimizer: Any, k: int) -> Any:
+    """The EA's stream ``k``: 0 is the scenario's "optimizer" stream itself (today's results);
+    k >= 1 is its k-th spawned child (``Generator.spawn``), independent of stream 0 and of each other."""
+    return optimizer if k == 0 else optimizer.spawn(k)[k - 1]
 
 
 def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str,
-                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> Scheduler:
-    """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams."""
+                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0), objective: Any = None) -> Scheduler:
+    """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams.
+    ``objective`` (a :class:`~simsched.scenario.ObjectiveSpec`) selects Eq. 5 or Eq. 16 for the planners."""
     from simsched.workloads.registry import Params
 
     options = Params(spec.options, "scheduler", file)
+    options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too
     if spec.policy in PLANNER_POLICIES:
-        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights)
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective,
+                                       spec.restart_penalty_s)
+        options.finish()
+        return scheduler
+    if spec.policy == RL_POLICY:
+        from simsched.rl.policy import build_rl_policy
+
+        scheduler = build_rl_policy(options, base_dir, rng_for("allocation"), spec.allocation, spec.placement, file)
         options.finish()
         return scheduler
     if ":" in spec.policy:
@@ -135,6 +159,16 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     allocation = ALLOCATIONS[allocation_name](rng_for("allocation"))
     options.finish()
     return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill)
+
+
+def resolve_policy_ref(name: str, scenario: Path) -> str:
+    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
+    where, sep, cls = name.rpartition(":")
+    if not sep or not where.endswith(".py") or Path(where).is_absolute():
+        return name
+    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
+        return name
+    return f"{Path(where).resolve()}:{cls}"
 
 
 def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: str) -> Scheduler:

@@ -30,20 +30,23 @@ from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 
 
-def place_job(job: JobView, cluster: int, groups: dict, placement: Placement, free: list[int],
-              failed: set[tuple] | None = None) -> tuple[int, ...] | None:
+def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
+              failed: set[tuple] | None = None, skip: set[int] | frozenset = frozenset(),
+              ) -> tuple[int, ...] | None:
     """Place ``job``'s workers in ``cluster`` on the fastest GPU type that fits now.
 
-    ``failed`` remembers (cluster, type, per_worker, workers) shapes that did not fit:
-    while ``free`` only shrinks they cannot fit later either, so they are skipped.
+    ``cluster`` None places fleet-wide (any cluster not in ``skip``, fastest type first):
+    a job without a home cluster under "home" allocation. ``failed`` remembers
+    (cluster, type, per_worker, workers) shapes that did not fit: while ``free`` only
+    shrinks they cannot fit later either, so they are skipped.
     """
     for option in job.options:
-        if option.cluster != cluster:
+        if option.cluster != cluster if cluster is not None else option.cluster in skip:
             continue
-        shape = (cluster, option.gpu_type, option.per_worker, job.workers)
+        shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
         if failed is not None and shape in failed:
             continue
-        nodes = placement(groups[cluster, option.gpu_type], option.per_worker, job.workers, free)
+        nodes = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free)
         if nodes is not None:
             return nodes
         if failed is not None:
@@ -51,16 +54,16 @@ def place_job(job: JobView, cluster: int, groups: dict, placement: Placement, fr
     return None
 
 
-def could_fit(job: JobView, cluster: int, groups: dict, free: list[int]) -> bool:
-    """Whether some option of ``job`` in ``cluster`` has a free slot per worker (what every
-    built-in placement needs to succeed), without placing anything."""
+def could_fit(job: JobView, cluster: int | None, groups: dict, free: list[int]) -> bool:
+    """Whether some option of ``job`` in ``cluster`` (None: any cluster) has a free slot per
+    worker (what every built-in placement needs to succeed), without placing anything."""
     workers = job.workers
     for option in job.options:
-        if option.cluster != cluster:
+        if cluster is not None and option.cluster != cluster:
             continue
         per_worker = option.per_worker
         slots = 0
-        for n in groups[cluster, option.gpu_type]:
+        for n in groups[option.cluster, option.gpu_type]:
             slots += free[n] // per_worker
             if slots >= workers:
                 return True
@@ -282,11 +285,12 @@ class QueueScheduler:
             if cluster in blocked:
                 continue
             signature = bucket.signature
-            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed)
+            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
+                                                                    blocked)
             if nodes is None:
                 failed_jobs.add(signature)
-                if not backfill:
-                    blocked.add(cluster)
+                if not backfill:  # a fleet-wide job (cluster None) heads every cluster's line
+                    blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
                         break
                 continue
@@ -359,11 +363,12 @@ class QueueScheduler:
             cluster = signature[0]
             if cluster in blocked:
                 continue
-            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed)
+            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
+                                                                    blocked)
             if nodes is None:
                 failed_jobs.add(signature)
-                if not self.backfill:
-                    blocked.add(cluster)
+                if not self.backfill:  # a fleet-wide job (cluster None) heads every cluster's line
+                    blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
                         break
                 continue

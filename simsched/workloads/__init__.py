@@ -44,6 +44,7 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
 
     ctx = ReadContext(strict=spec.strict)
     params = Params(spec.params, "workload", spec.params_file)
+    params.allow(*spec.known_keys)  # the scenario's own workload keys, so "valid keys" lists them
     if spec.source == "synthetic":
         df = generators_registry()[spec.generator](params, stream(seed, "workload"), fleet)
     else:
@@ -80,3 +81,16 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     if len(df) and np.isnan(df["submit"].to_numpy(float)).any():
         raise InputError(f"{spec.params_file}: workload produced jobs without a submit time")
     return df.reset_index(drop=True), ctx.report
+
+
+def untyped_warning(table: pd.DataFrame, heterogeneous: bool) -> str | None:
+    """With heterogeneous placement, jobs without a GPU type run at one speed on every type:
+    say so (once per run), naming the key that fixes it."""
+    if not heterogeneous or not len(table):
+        return None
+    untyped = int(table["gpu_type"].isna().sum())
+    if not untyped:
+        return None
+    return (f"heterogeneous = true but {untyped:,} of {len(table):,} jobs have no GPU type: they run at the "
+            "same speed and memory on every type; set workload.reference_gpu_type to the type their "
+            "durations were measured on")

@@ -158,6 +158,10 @@ class Params:
         self._used.update(out)
         return out
 
+    def allow(self, *names: str) -> None:
+        """Keys read elsewhere (by the layer that handed these options on): listed as valid."""
+        self._used.update(names)
+
     def finish(self) -> None:
         """Raise on keys nobody read: a typo must not pass silently."""
         unknown = sorted(set(self._table) - self._used)

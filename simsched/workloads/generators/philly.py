@@ -12,10 +12,13 @@ dropped, shares renormalised); durations from their bucket's quantile table
 ``vcs`` VC shares; submit times by :func:`arrivals_for_load`, so the offered
 load sum(g d) / (fleet GPUs x span) equals ``load`` exactly and busy hours of
 the week get more arrivals (``diurnal = false`` for a flat rate). Choices:
-VC is drawn independently of size and duration; ``workers``, ``weight``,
-``deadline`` and ``gpu_type`` are left empty (the SPEC §2 worker rule and
-field synthesis fill them); the default ``max_gpus`` is the GPUs of the
-largest cluster, since a job never spans clusters.
+VC is drawn independently of size and duration; ``workers``, ``weight`` and
+``deadline`` are left empty (the SPEC §2 worker rule and field synthesis
+fill them); the default ``max_gpus`` is the GPUs of the largest cluster,
+since a job never spans clusters. ``gpu_type`` is the type the figures were
+measured on, Philly's 24 GB GPUs (:data:`CALIBRATED_TYPE`), when the fleet
+has that type (so heterogeneous placement rescales speed and memory); on a
+fleet without it the jobs stay untyped (they run anywhere at one speed).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from simsched.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load, sample_quantile_table
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize
+
+#: the GPU type the Philly figures were measured on (the 8 x 24 GB machines hold most GPUs)
+CALIBRATED_TYPE = "8x24"
 
 
 @cache
@@ -96,6 +102,7 @@ def generate_philly(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
                 "duration": durations,
                 "gpus": gpus.astype(float),
                 "home_cluster": home,
+                "gpu_type": CALIBRATED_TYPE if CALIBRATED_TYPE in fleet.type_names() else None,
             }
         )
     )
