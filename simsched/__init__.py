@@ -1,9 +1,12 @@
 """simsched: a SimPy simulator for scheduling ML training jobs on heterogeneous GPU fleets.
 
-``run``, ``RunResult`` and ``load_scenario`` are imported on first use (PEP 562),
-so ``import simsched`` and ``python -m simsched --help`` do not pay for pandas,
-numpy and SimPy.
+The public names are loaded on first use (PEP 562), so ``import simsched`` --
+and ``python -m simsched``, which imports this package before its
+``__main__`` -- is instant and can install its signal handlers before the
+heavy libraries load (an early Ctrl-C then ends with one line, SPEC §8).
 """
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
 
@@ -12,16 +15,15 @@ __all__ = ["RunResult", "load_scenario", "run", "__version__"]
 _LAZY = {"RunResult": "simsched.api", "run": "simsched.api", "load_scenario": "simsched.scenario"}
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simsched' has no attribute {name!r}")
-    import importlib
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'simsched' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted(set(globals()) | set(_LAZY))

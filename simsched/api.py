@@ -15,11 +15,13 @@ import pandas as pd
 import simpy
 
 import simsched
-from simsched import outputs
+from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, Progress
+from simsched.errors import DecisionError
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
+from simsched.policies.user import UserPolicy
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
 from simsched.workloads import load_jobs, untyped_warning
@@ -86,15 +88,25 @@ class RunResult:
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json into ``out_dir``
-        (columns: docs/outputs.md)."""
+        (columns: docs/outputs.md), each atomically.
+
+        A ``PARTIAL`` marker stands in the folder while it is written and stays
+        when the run was interrupted (see :mod:`simsched.atomic`).
+        """
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_csv(out / "jobs.csv", index=False)
-        self.events.to_csv(out / "events.csv", index=False)
-        self.nodes.to_csv(out / "nodes.csv", index=False)
-        self.spells.to_csv(out / "spells.csv", index=False)
-        self.timeline.to_csv(out / "timeline.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        with interrupts.deferred():
+            out.mkdir(parents=True, exist_ok=True)
+            atomic.mark_partial(out, "writing: the files here may be from an earlier run")
+            for name in ("jobs", "events", "nodes", "spells", "timeline"):
+                frame = getattr(self, name)
+                atomic.write_with(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+            atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+            if self.partial:
+                atomic.mark_partial(out, f"interrupted run: simulated until t={self.summary['simulated_until']:g} s; "
+                                    "jobs.csv has every job, unfinished ones without an end time; "
+                                    "the metrics cover finished jobs only")
+            else:
+                atomic.clear_partial(out)
         return out
 
 
@@ -117,9 +129,15 @@ class Simulation:
     warnings: tuple[str, ...] = ()  # said once per run (the CLI prints them; summary.json keeps them)
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
-        complete = self.engine.run(progress)
-        result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
-                         policy_label=self.policy_label)
+        try:
+            complete = self.engine.run(progress)
+        except DecisionError as exc:  # a user's policy decided something invalid: bad input (SPEC §8)
+            if isinstance(self.engine.scheduler, UserPolicy):
+                raise self.engine.scheduler.rejected(exc) from exc
+            raise
+        with interrupts.deferred():  # a second Ctrl-C must not lose what was simulated
+            result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
+                             policy_label=self.policy_label)
         result.summary["warnings"] = list(self.warnings)
         return result
 
@@ -172,6 +190,7 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
         scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
                                     weights=scenario.objective_weights, objective=scenario.objective)
+    _check_rounds(scenario, fleet, specs, spec.interval_s or getattr(scheduler, "interval_s", None))
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,
@@ -179,6 +198,18 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
         interval_s=spec.interval_s,
     ))
     return Simulation(scenario, engine, skipped, wall, label, warnings)
+
+
+def _check_rounds(scenario: Scenario, fleet: Fleet, specs, interval: float | None) -> None:
+    """Periodic rounds every ``interval`` s over the time the jobs need must stay countable."""
+    if not interval or not specs:
+        return
+    speeds = [t.speedup for t in fleet.gpu_types.values() if t.speedup > 0]
+    fastest = max(speeds) / min(speeds) if speeds else 1.0  # the largest speed factor any job can get
+    span = max(job.submit + job.duration / fastest for job in specs)
+    limits.check_steps(f"{scenario.path}: scheduler.interval_s = {interval:g}", "periodic decision rounds",
+                       span / interval, limit=1e8,
+                       hint=f"the jobs need at least {span:,.0f} s of simulated time; use a larger interval_s")
 
 
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,

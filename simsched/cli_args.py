@@ -19,7 +19,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    value = non_negative_int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value

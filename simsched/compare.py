@@ -22,12 +22,23 @@ Runs go to local processes (:class:`simsched.parallel.TaskRunner`); each task ca
 the scenario path and overrides, and results are put back in task order, so
 a parallel run equals a serial one. :func:`run_compare` returns data frames;
 the rendering helpers at the bottom are the report layer (only they import rich).
+
+Interruptions (SPEC §8): an interrupted simulation never becomes a row (its
+task raises instead). With an output folder, every finished run is appended
+to ``compare_runs.partial.jsonl`` as it finishes; an interrupt leaves
+``compare_runs.csv`` with the finished runs, no ranked tables, and a
+``PARTIAL`` marker; ``--resume`` reuses the journal's runs (if the scenario
+files and settings are unchanged) and runs only the rest, to the same result
+as an uninterrupted comparison.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +46,9 @@ from typing import Any
 
 import pandas as pd
 
+from simsched import atomic
 from simsched.errors import InputError
+from simsched.interrupts import Interrupted
 from simsched.metrics import SUMMARY_METRICS
 from simsched.parallel import TaskRunner
 from simsched.policies import resolve_policy_ref
@@ -85,15 +98,21 @@ class CompareResult:
     jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
 
     def write(self, out_dir: str | Path) -> list[Path]:
-        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md."""
+        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically)."""
+        from simsched import interrupts
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         paths = [out / "compare.csv", out / "compare_runs.csv", out / "compare.md"]
-        self.table.to_csv(paths[0], index=False)
-        self.runs.to_csv(paths[1], index=False)
-        paths[2].write_text(to_markdown(self))
-        if self.jobs is not None:
-            paths.append(self._write_jobs(out / "jobs"))
+        with interrupts.deferred():
+            out.mkdir(parents=True, exist_ok=True)
+            atomic.mark_partial(out, "writing: the files here may be from an earlier comparison")
+            atomic.write_with(paths[0], lambda tmp: self.table.to_csv(tmp, index=False))
+            atomic.write_with(paths[1], lambda tmp: self.runs.to_csv(tmp, index=False))
+            atomic.write_text(paths[2], to_markdown(self))
+            if self.jobs is not None:
+                paths.append(self._write_jobs(out / "jobs"))
+            atomic.clear_partial(out)
+            journal_path(out).unlink(missing_ok=True)
         return paths
 
     def _write_jobs(self, folder: Path) -> Path:
@@ -104,11 +123,86 @@ class CompareResult:
         files = []
         for number, table in enumerate(self.jobs):
             name = f"{number:0{width}d}.csv"
-            table.to_csv(folder / name, index=False)
+            atomic.write_with(folder / name, lambda tmp, table=table: table.to_csv(tmp, index=False))
             files.append(name)
         index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
-        index.to_csv(folder / "index.csv", index=False)
+        atomic.write_with(folder / "index.csv", lambda tmp: index.to_csv(tmp, index=False))
         return folder / "index.csv"
+
+
+class CompareInterrupted(Interrupted):
+    """A comparison stopped by SIGINT/SIGTERM; ``rows`` are the runs that finished (task order)."""
+
+    def __init__(self, signum: int, rows: list[dict[str, Any]], total: int) -> None:
+        super().__init__(signum)
+        self.rows = rows
+        self.total = total
+
+
+JOURNAL = "compare_runs.partial.jsonl"
+
+
+def journal_path(out_dir: str | Path) -> Path:
+    return Path(out_dir) / JOURNAL
+
+
+def _fingerprint(spec: CompareSpec) -> str:
+    """What the runs depend on: scenario files' bytes and every setting but ``rank_by``."""
+    data = {"instances": [[str(p.resolve()), hashlib.sha256(p.read_bytes()).hexdigest()] for p in spec.instances],
+            "schedulers": list(spec.schedulers), "seeds": spec.seeds, "jobs": spec.jobs, "options": spec.options}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _task_key(task: RunTask) -> list:
+    return [task.instance_name, task.seed, task.scheduler]
+
+
+class _Journal:
+    """Finished runs, one JSON line each, appended as they finish (thread-safe: pool callbacks)."""
+
+    def __init__(self, path: Path, spec: CompareSpec, tasks: list[RunTask], resume: bool) -> None:
+        self.path = path
+        self.tasks = tasks
+        self.lock = threading.Lock()
+        self.rows: dict[int, dict[str, Any]] = {}
+        fingerprint = _fingerprint(spec)
+        if resume and path.is_file():
+            self._read(fingerprint)
+        elif resume:
+            raise InputError(f"compare --resume: no journal {path} to resume from (run without --resume)")
+        lines = [json.dumps({"format": "simsched-compare-journal", "fingerprint": fingerprint})]
+        lines += [json.dumps({"index": i, "task": _task_key(tasks[i]), "row": row}) for i, row in self.rows.items()]
+        atomic.write_text(path, "\n".join(lines) + "\n")
+
+    def _read(self, fingerprint: str) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            header = json.loads(lines[0]) if lines else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{self.path}: not a readable compare journal ({exc}); delete it to start over") from None
+        if header.get("format") != "simsched-compare-journal":
+            raise InputError(f"{self.path}: not a compare journal; delete it to start over")
+        if header.get("fingerprint") != fingerprint:
+            raise InputError(f"{self.path}: made by a comparison with other scenario files or settings; "
+                             "use the same ones, or delete it to start over")
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                entry = json.loads(line)
+                index = int(entry["index"])
+                if entry["task"] != _task_key(self.tasks[index]):
+                    raise ValueError("task does not match")
+                self.rows[index] = dict(entry["row"])
+            except (ValueError, KeyError, IndexError, TypeError):
+                if number == len(lines):  # a last line cut off by a hard kill: that run is simply redone
+                    continue
+                raise InputError(f"{self.path}:{number}: damaged journal line; delete the file to start over") from None
+
+    def add(self, index: int, row: dict[str, Any]) -> None:
+        with self.lock:
+            self.rows[index] = row
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"index": index, "task": _task_key(self.tasks[index]), "row": row}) + "\n")
+                fh.flush()
 
 
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
@@ -208,6 +302,10 @@ def run_task(task: RunTask) -> dict[str, Any]:
 
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
     result = run(scenario, seed=task.seed, jobs=task.jobs)
+    if result.partial:  # interrupted (in this process): never a row of the table
+        from simsched import interrupts
+
+        raise Interrupted(interrupts.received() or 2)
     summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
@@ -236,36 +334,79 @@ class CompareProgress:
 
 def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str = "local",
                 address: str | None = None,
-                progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False) -> CompareResult:
+                progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False,
+                out: str | Path | None = None, resume: bool = False) -> CompareResult:
     """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
 
     Results come back in task order whatever the executor, so they equal a serial run.
     ``keep_jobs`` keeps every run's per-job table (``CompareResult.jobs``).
+    With ``out``, finished runs are journalled there as they finish; ``resume``
+    reuses them. An interrupt raises :class:`CompareInterrupted` with the finished rows.
     """
     import time
 
+    if resume and keep_jobs:
+        raise InputError("compare: --resume cannot be combined with --keep-jobs (the journal keeps metrics, "
+                         "not per-job tables); resume without --keep-jobs, or start over")
     tasks = plan(spec, keep_jobs)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+    journal = _Journal(journal_path(out), spec, tasks, resume) if out is not None else None
+    done = dict(journal.rows) if journal else {}
+    todo = [i for i in range(len(tasks)) if i not in done]
+    workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
     started = time.perf_counter()
-    finished: set[int] = set()
+    finished: dict[int, dict[str, Any]] = {}
+    completed: set[int] = set(done)
 
     def running() -> tuple[str, ...]:
         # the executors start tasks in order, at most `workers` at a time
-        waiting = [t for i, t in enumerate(tasks) if i not in finished][:workers]
+        waiting = [tasks[i] for i in todo if i not in completed][:workers]
         return tuple(f"{t.scheduler} seed {t.seed}" for t in waiting)
 
-    def on_task(index: int) -> None:
-        finished.add(index)
-        progress(CompareProgress(len(finished), len(tasks), running(), time.perf_counter() - started))
+    def on_task(position: int) -> None:
+        completed.add(todo[position])
+        progress(CompareProgress(len(completed), len(tasks), running(), time.perf_counter() - started))
+
+    def keep(position: int, row: dict[str, Any]) -> None:
+        finished[todo[position]] = row
+        if journal is not None:
+            journal.add(todo[position], {k: v for k, v in row.items() if k != "_jobs"})
 
     if progress is not None:
-        progress(CompareProgress(0, len(tasks), running(), 0.0))
-    with TaskRunner(executor, workers, address) as runner:
-        rows = runner.map(run_task, [(task,) for task in tasks], on_task=on_task if progress else None)
+        progress(CompareProgress(len(completed), len(tasks), running(), 0.0))
+    try:
+        with TaskRunner(executor, workers, address) as runner:
+            results = runner.map(run_task, [(tasks[i],) for i in todo], on_task=on_task if progress else None,
+                                 on_each=keep)
+    except KeyboardInterrupt as exc:
+        from simsched import interrupts
+
+        rows = {**done, **finished}
+        kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+        raise CompareInterrupted(getattr(exc, "signum", None) or interrupts.received() or 2,
+                                 kept, len(tasks)) from None
+    merged = {**done, **dict(zip(todo, results))}
+    rows = [merged[i] for i in range(len(tasks))]
     jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
     result = tabulate(spec, pd.DataFrame(rows))
     result.jobs = jobs
     return result
+
+
+def write_partial(out_dir: str | Path, exc: CompareInterrupted, command: str) -> Path:
+    """Keep the finished runs of an interrupted comparison: compare_runs.csv and a PARTIAL marker."""
+    from simsched import interrupts
+
+    out = Path(out_dir)
+    with interrupts.deferred():
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.mark_partial(out, f"interrupted comparison: {len(exc.rows)} of {exc.total} runs finished; "
+                            f"compare_runs.csv lists them and nothing is ranked; continue with: {command} --resume")
+        for stale in ("compare.csv", "compare.md"):  # an earlier comparison's tables would mislead
+            (out / stale).unlink(missing_ok=True)
+        columns = ["instance", "seed", "scheduler", *METRIC_KEYS]
+        atomic.write_with(out / "compare_runs.csv",
+                          lambda tmp: pd.DataFrame(exc.rows, columns=columns).to_csv(tmp, index=False))
+    return out
 
 
 def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:

@@ -53,6 +53,12 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
             # the makespan is one for the whole run; the rest differ per cluster
             cells += ["" if key == "makespan" else _format(fmt, block[key]) for block in clusters.values()]
         table.add_row(label, *cells)
+    skipped = summary.get("skipped_rows") or {}
+    if skipped.get("skipped"):  # bad input rows never pass silently (SPEC §5)
+        reasons = ", ".join(f"{n} {reason}" for reason, n in
+                            sorted(skipped.get("by_reason", {}).items(), key=lambda item: -item[1])[:3])
+        table.add_row("Skipped input rows", f"{skipped['skipped']:,d}", *([""] * len(clusters) if show_clusters else []))
+        table.caption = f"skipped rows: {reasons}" + (" ..." if len(skipped.get("by_reason", {})) > 3 else "")
     return table
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from simsched import limits
 from simsched.errors import InputError
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.workloads.registry import Params, ReadContext
@@ -164,8 +166,12 @@ class Scenario:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a TOML file")
+    if not path.exists():
         raise InputError(f"{path}: file not found")
+    if not path.is_file():
+        raise InputError(f"{path}: is not a regular file; give a TOML file")
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -173,6 +179,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -223,8 +233,9 @@ def _objective(p: Params) -> ObjectiveSpec:
         if p.has("w"):
             raise p.error("w", 'is only used with kind = "eq16"; Eq. 5 takes weights = [w1, w2, w3]')
         weights = p.get("weights", list, [1.0, 1.0, 1.0])
-        if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
-            raise p.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
+        if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                                        and math.isfinite(w) and w >= 0 for w in weights):
+            raise p.error("weights", f"must be three finite numbers >= 0 [w1, w2, w3], got {weights!r}")
         p.finish()
         return ObjectiveSpec("eq5", tuple(float(w) for w in weights))
     if p.has("weights"):
@@ -282,7 +293,10 @@ def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise top.error("cluster", "must be an array of tables [[cluster]]")
-        clusters.extend(_cluster_entry(Params(entry, f"cluster[{i}]", path), path, base, gpu_types))
+        clusters.extend(_cluster_entry(Params(entry, f"cluster[{i}]", path), path, base, gpu_types,
+                                       (path.resolve(),)))
+    nodes = sum(group.count for c in clusters for group in c.nodes)
+    limits.check_memory(f"{path}: cluster", "nodes", nodes, limits.BYTES_PER_NODE)
     names = [c.name for c in clusters]
     for name in names:
         if names.count(name) > 1:
@@ -290,19 +304,26 @@ def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]
     return tuple(clusters)
 
 
-def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) -> list[ClusterSpec]:
+def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType],
+                   chain: tuple[Path, ...] = ()) -> list[ClusterSpec]:
     if p.has("file"):
         file = p.get_path("file", base)
         p.finish()
         if not file.is_file():
             raise p.error("file", f"cluster file {file} not found")
+        if file.resolve() in chain:
+            cycle = " -> ".join(str(f) for f in (*chain[chain.index(file.resolve()):], file.resolve()))
+            raise p.error("file", f"cluster files include each other in a cycle: {cycle}")
         raw = read_toml(file)
         nested = Params(raw, "", file)
         entries = nested.get("cluster", list)
         nested.finish()
         out = []
         for i, entry in enumerate(entries):
-            out.extend(_cluster_entry(Params(entry, f"cluster[{i}]", file), file, file.parent, gpu_types))
+            if not isinstance(entry, dict):
+                raise nested.error("cluster", "must be an array of tables [[cluster]]")
+            out.extend(_cluster_entry(Params(entry, f"cluster[{i}]", file), file, file.parent, gpu_types,
+                                      (*chain, file.resolve())))
         return out
     if p.has("from"):
         from simsched.workloads import builders_registry
@@ -317,6 +338,8 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
             _check_types(cluster, gpu_types, p)
         return list(built)
     name = p.get("name", str)
+    if not name.strip():
+        raise p.error("name", "must be a non-empty cluster name")
     groups = []
     nodes = p.get("nodes", list)
     if not nodes:
@@ -327,7 +350,7 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
         g = Params(group, p.key(f"nodes[{j}]"), p.file)
         groups.append(NodeGroup(
             g.get("count", int, min_value=1),
-            g.get("gpus", int, min_value=1),
+            g.get("gpus", int, min_value=1, max_value=limits.MAX_GPUS_PER_NODE),
             g.get("gpu_type", str, "V100", choices=sorted(gpu_types)),
         ))
         g.finish()
@@ -350,9 +373,7 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         if not file.is_file():
             raise p.error("file", f"workload file {file} not found")
         table = p.rest(("file",))
-        inherited = read_toml(file)
-        if "workload" in inherited and isinstance(inherited["workload"], dict):
-            inherited = inherited["workload"]
+        inherited, file = _workload_file(file, p, (path.resolve(),))
         merged = {**inherited, **table}
         p = Params(merged, "workload", f"{path} (with {file})")
         params_file = f"{path} (with {file})"
@@ -369,14 +390,17 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
     else:
         data_path = p.get_path("path", params_base)
     window = p.get("time_window", list, None)
-    if window is not None and (len(window) != 2 or not all(isinstance(x, (int, float)) for x in window)
+    if window is not None and (len(window) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                           and math.isfinite(x) for x in window)
                                or window[0] >= window[1]):
         raise p.error("time_window", f"must be [start_s, end_s] with start < end, got {window!r}")
     slack = p.get("deadline_slack", list, [1.5, 4.0])
-    if len(slack) != 2 or not all(isinstance(x, (int, float)) for x in slack) or not 0 < slack[0] <= slack[1]:
+    if len(slack) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                                  for x in slack) or not 0 < slack[0] <= slack[1]:
         raise p.error("deadline_slack", f"must be [low, high] with 0 < low <= high, got {slack!r}")
     weights = p.get("weight_range", list, [1, 5])
-    if len(weights) != 2 or not all(isinstance(x, int) for x in weights) or not 1 <= weights[0] <= weights[1]:
+    if len(weights) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in weights) \
+            or not 1 <= weights[0] <= weights[1] <= 2**31:
         raise p.error("weight_range", f"must be [low, high] integers with 1 <= low <= high, got {weights!r}")
     reference = p.get("reference_gpu_type", str, None)
     if reference is not None and reference not in gpu_types:
@@ -399,11 +423,34 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         deadline_slack=(float(slack[0]), float(slack[1])),
         weight_range=(int(weights[0]), int(weights[1])),
         reference_gpu_type=reference,
-        load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True),
+        load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True,
+                                                      max_value=limits.MAX_LOAD),
         download_hint=p.get("download_hint", str, None),
     )
     p.finish()
     return spec
+
+
+def _workload_file(file: Path, p: Params, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Path]:
+    """A workload file's table, following its own ``file`` (a base it overrides); cycles are errors.
+
+    Returns the merged table and the file that holds ``path`` (where relative paths resolve).
+    """
+    if file.resolve() in chain:
+        cycle = " -> ".join(str(f) for f in (*chain[chain.index(file.resolve()):], file.resolve()))
+        raise p.error("file", f"workload files include each other in a cycle: {cycle}")
+    inherited = read_toml(file)
+    if "workload" in inherited and isinstance(inherited["workload"], dict):
+        inherited = inherited["workload"]
+    if "file" not in inherited:
+        return inherited, file
+    inner = Params(inherited, "workload", file)
+    nested = inner.get_path("file", file.parent)
+    if not nested.is_file():
+        raise inner.error("file", f"workload file {nested} not found")
+    base, holder = _workload_file(nested, inner, (*chain, file.resolve()))
+    own = {k: v for k, v in inherited.items() if k != "file"}
+    return {**base, **own}, (file if "path" in own else holder)
 
 
 def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:

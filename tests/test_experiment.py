@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as scipy_stats
 
 from simsched.cli import main
 from simsched.errors import InputError
@@ -22,6 +21,9 @@ from simsched.experiment.spec import load_spec
 from simsched.experiment.stats import bootstrap_ci, compute
 from simsched.experiment.store import read_results
 from simsched.scenario import load_scenario
+
+scipy_stats = pytest.importorskip("scipy.stats", reason="statistics need the extra 'experiment' (scipy)")
+REPO = Path(__file__).resolve().parents[1]
 
 SCENARIO = """
 name = "{name}"
@@ -143,6 +145,32 @@ def test_override_equals_the_key_written_in_the_scenario(tmp_path: Path) -> None
     assert overridden.workload.params_file.endswith("a.toml (overriding a)")
     assert overridden.scheduler == direct.scheduler
     assert overridden.objective_weights == direct.objective_weights == (1.0, 2.0, 0.0)
+    eq16 = apply_overrides(base, {"objective.kind": "eq16", "objective.w": 0.25})
+    assert (eq16.objective.kind, eq16.objective.w) == ("eq16", 0.25)
+    assert apply_overrides(eq16, {"objective.w": 1}).objective.w == 1.0
+    with pytest.raises(InputError, match=r"objective.w: must be <= 1.0"):
+        apply_overrides(eq16, {"objective.w": 2})
+    with pytest.raises(InputError, match=r"scheduler.restart_penalty_s: must be >= 0"):
+        apply_overrides(base, {"scheduler.restart_penalty_s": -1})
+
+
+def test_paper_specs_load_with_every_preset() -> None:
+    for path in sorted((REPO / "experiments" / "paper").glob("*.toml")):
+        for preset in ("quick", "full"):
+            spec = load_spec(path, preset)
+            assert spec.schedulers and spec.headline in spec.scheduler_names, path
+
+
+def test_tiny_fig4_preset_runs(tmp_path: Path) -> None:
+    spec = load_spec(REPO / "experiments" / "paper" / "fig4.toml", "tiny")
+    run = run_experiment(spec, tmp_path / "fig4", workers=1)
+    assert len(run.results) == 4 and set(run.results["scheduler"]) == {
+        "evo-gp", "evo-gp/no-migration", "mct-gp", "mct-spark"}
+    assert (run.results["instance"] == "paper-test13-s0").all()
+    assert run.results.loc[run.results["scheduler"] == "evo-gp/no-migration", "preemptions"].item() == 0
+    stats = compute(run.results, spec)
+    assert list(stats.summary["scheduler"]) == list(spec.scheduler_names)
+    assert set(stats.tests["baseline"]) == {"evo-gp/no-migration", "mct-gp", "mct-spark"}
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -314,3 +342,29 @@ def test_bootstrap_ci_brackets_the_mean_and_is_reproducible() -> None:
     assert bootstrap_ci(values) == (low, high)
     assert bootstrap_ci(np.array([3.0, 3.0])) == (3.0, 3.0)
     assert all(math.isnan(x) for x in bootstrap_ci(np.array([3.0])))
+
+
+def test_run_ids_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+    spec_path = REPO / "experiments" / "paper" / "fig4.toml"
+    monkeypatch.chdir(REPO)
+    here = [t.run_id for t in plan(load_spec(Path("experiments/paper/fig4.toml"), "tiny"))]
+    monkeypatch.chdir(tmp_path)
+    there = [t.run_id for t in plan(load_spec(spec_path, "tiny"))]
+    assert here == there
+
+
+def test_list_and_bool_sweep_values(tmp_path: Path) -> None:
+    path = _spec_dir(tmp_path)
+    path.write_text(path.read_text().replace(
+        '"scheduler.restart_penalty_s" = [0, 30]',
+        '"objective.weights" = [[1, 1, 1], [1, 0, 0]]\n"scheduler.backfill" = [true, false]'))
+    spec = load_spec(path, "quick")
+    spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__slots__},
+                         "sweep": (("objective.weights", ([1, 1, 1], [1, 0, 0])), ("scheduler.backfill", (True, False)))})
+    run = run_experiment(spec, tmp_path / "o", workers=1)
+    assert len(run.results) == 4 * 2 * 3
+    assert set(run.results["objective.weights"]) == {"[1, 1, 1]", "[1, 0, 0]"}
+    summary = compute(run.results, spec).summary
+    assert len(summary) == 4 * 3
+    fifo = run.results[(run.results["scheduler"] == "fifo") & (run.results["objective.weights"] == "[1, 0, 0]")]
+    assert (fifo["objective"] == fifo["cq_avg"]).all()

@@ -356,3 +356,33 @@ def test_any_allowed_actions_finish_every_job_and_rewards_add_up(tmp_path):
         assert sum(rewards) * FLOW_UNIT_S == pytest.approx(-(jobs["weight"] * jobs["jct"]).sum(), rel=1e-9)
 
     check()
+
+
+def test_two_clusters_home_and_fleet_wide_jobs_reproduce_fifo(tmp_path):
+    """Jobs with a home cluster stay in it; jobs without one may start in any cluster (fastest type first)."""
+    clusters = ('[[cluster]]\nname = "a"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]\n'
+                '[[cluster]]\nname = "b"\nnodes = [{ count = 1, gpus = 4, gpu_type = "A100" }]')
+    jobs = ["1,0,100,4,1,1,,a,", "2,0,50,2,1,1,,,", "3,1,30,2,1,1,,b,", "4,2,10,4,1,1,,,", "5,2,10,1,1,1,,a,"]
+    path = write_scenario(tmp_path, clusters=clusters, scheduler=FIFO, jobs=jobs)
+    reference = simsched.run(path)
+    env = SchedulingEnv(path, top_k=4)
+    _episode(env)
+    pd.testing.assert_frame_equal(env.result().jobs, reference.jobs)
+    assert set(reference.jobs["cluster"]) == {"a", "b"}
+
+
+def test_rl_policy_needs_no_gymnasium(tmp_path):
+    """The shipped scenario runs its agent with gymnasium unimportable (inference is numpy only)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys; sys.modules['gymnasium'] = None\n"
+            "import simsched\n"
+            "r = simsched.run('scenarios/rl/philly_contended.toml', jobs=60)\n"
+            "assert r.summary['completed'] == 60, r.summary\n"
+            "assert 'gymnasium' not in [m for m in sys.modules if sys.modules[m] is not None]\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr

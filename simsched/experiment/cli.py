@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from simsched.cli_args import Parser, positive_int
+from simsched.cli_args import Parser, add_plot_flags, check_plot_flags, positive_int
 
 
 def _parser() -> Parser:
@@ -26,6 +26,7 @@ def _parser() -> Parser:
     p.add_argument("--resume", action="store_true",
                    help="continue the experiment in DIR: runs already in results.csv are skipped")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
     return p
 
 
@@ -45,6 +46,8 @@ def experiment_command(argv: list[str]) -> int:
         raise InputError("python -m simsched experiment: --address needs --executor ray")
     spec = load_spec(args.spec, args.preset)
     out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
+    args.out = str(out)  # the default folder counts as given for --plots/--report
+    pictures = check_plot_flags(args, "python -m simsched experiment")
     where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume)
     err = Console(stderr=True)
     try:
@@ -62,6 +65,11 @@ def experiment_command(argv: list[str]) -> int:
     stats = compute(run.results, spec, run.decisions, jobs)
     title = spec.name + (f" (preset {spec.preset})" if spec.preset else "")
     paths = write_tables(stats, spec, out, title)
+    if pictures:
+        from simsched.plots.cli import draw
+
+        paths += draw(out, fmt=args.plot_format, plots=args.plots, report=args.report, metric=spec.metric,
+                      schedulers=list(spec.scheduler_names))
     if not args.quiet:
         console = Console()
         if not console.is_terminal:

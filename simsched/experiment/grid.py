@@ -136,8 +136,12 @@ def plan(spec: ExperimentSpec) -> list[RunTask]:
 
 def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
     """A digest of everything a resolved scenario simulates (paths relative to the spec's folder)."""
-    data = _jsonable(replace(scenario, path=scenario.path, digest=""), relative_to)
+    data = _jsonable(replace(scenario, digest=""), relative_to)
+    # where the scenario came from and the labels its errors use are not what it simulates;
+    # base_dir is the working directory for generated instances (pseudo-path "<name>")
     data.pop("path", None)
+    data["workload"].pop("params_file", None)
+    data["workload"].pop("base_dir", None)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -171,7 +175,7 @@ def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
     seen: set[tuple] = set()
     first = tasks[0].instance if tasks else None
     for task in tasks:
-        key = (task.point, task.scheduler, task.ea_stream)
+        key = (json.dumps(_jsonable(task.point, Path("."))), task.scheduler, task.ea_stream)
         if task.instance != first or key in seen:
             continue
         seen.add(key)

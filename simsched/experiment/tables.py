@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from simsched import atomic
 from simsched.experiment.spec import METRICS, ExperimentSpec
 from simsched.experiment.stats import ExperimentStats
 from simsched.metrics import SUMMARY_METRICS
 
 #: other metrics shown as means beside the headline metric
-SIDE_METRICS = ("avg_jct", "avg_wait", "cq_avg", "cq_max", "utilization", "preemptions")
+SIDE_METRICS = ("avg_jct", "avg_wait", "max_wait", "cq_avg", "cq_max", "utilization", "preemptions")
 LABELS = {key: label for key, label, _, _ in SUMMARY_METRICS}
 
 
@@ -29,9 +30,9 @@ def write_tables(stats: ExperimentStats, spec: ExperimentSpec, folder: str | Pat
               "by_priority.csv": stats.by_priority, "decision_time.csv": stats.decision_time}
     for name, frame in frames.items():
         if frame is not None:
-            frame.to_csv(out / name, index=False)
+            atomic.write_with(out / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
             paths.append(out / name)
-    (out / "report.md").write_text(to_markdown(stats, spec, title))
+    atomic.write_text(out / "report.md", to_markdown(stats, spec, title))
     paths.append(out / "report.md")
     return paths
 

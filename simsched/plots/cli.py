@@ -30,13 +30,15 @@ def _parser() -> Parser:
     p.add_argument("output", help="a run/compare/experiment --out folder, or a learned priority .json file")
     p.add_argument("--format", choices=FORMATS, default="png", help="figure file format (default png)")
     p.add_argument("--report", action="store_true", help="also write a self-contained report.html")
+    p.add_argument("--metric", help="experiment folders: the metric of rank bars and sweep lines "
+                                    "(default: objective, as experiment specs)")
     return p
 
 
 def plot_command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     require()
-    paths = draw(args.output, fmt=args.format, report=args.report)
+    paths = draw(args.output, fmt=args.format, report=args.report, metric=args.metric)
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -58,12 +60,16 @@ def kind_of(output: str | Path) -> str:
                      "compare_runs.csv (compare), results.csv (experiment)")
 
 
-def draw(output: str | Path, *, fmt: str = "png", plots: bool = True, report: bool = False) -> list[Path]:
-    """Figures (when ``plots``) and the report (when ``report``) of one output; the paths written."""
+def draw(output: str | Path, *, fmt: str = "png", plots: bool = True, report: bool = False,
+         metric: str | None = None, schedulers: list[str] | None = None) -> list[Path]:
+    """Figures (when ``plots``) and the report (when ``report``) of one output; the paths written.
+    ``metric`` and ``schedulers`` (their order) are the experiment spec's (ignored for other outputs)."""
     kind = kind_of(output)
     path = Path(output)
     folder = path.parent / f"{path.stem}_plots" if kind == "learn" else path
     try:
+        if kind == "experiment":
+            return _experiment(path, folder, fmt, plots, report, metric, schedulers)
         return _DRAWERS[kind](path, folder, fmt, plots, report)
     except FileNotFoundError as exc:
         raise InputError(f"python -m simsched plot: {path}: missing {Path(exc.filename).name} "
@@ -118,13 +124,18 @@ def _run_metric_table(summary: dict) -> str:
     from simsched.metrics import SUMMARY_METRICS
     from simsched.plots.report import table_html
 
+    def cell(fmt: str, value: Any) -> str:  # None/NaN: not applicable (e.g. no job has a deadline)
+        return "n/a" if value is None or value != value else fmt.format(value)
+
     clusters = summary.get("per_cluster", {})
     rows = []
     for key, label, _, fmt in SUMMARY_METRICS:
-        row = {"metric": label, "all": fmt.format(summary[key])}
+        if key not in summary:  # written by an older simsched
+            continue
+        row = {"metric": label, "all": cell(fmt, summary[key])}
         if len(clusters) > 1:
             for name, block in clusters.items():
-                row[name] = "" if key == "makespan" else fmt.format(block[key])
+                row[name] = "" if key == "makespan" else cell(fmt, block.get(key))
         rows.append(row)
     return table_html(pd.DataFrame(rows), "Summary metrics (summary.json)")
 
@@ -143,7 +154,8 @@ def _compare(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> l
     tables = []
     if data["table"] is not None:
         table = data["table"]
-        pivot = table.assign(cell=[f"{m:,.4g} ± {s:,.3g}" for m, s in zip(table["mean"], table["std"])])
+        pivot = table.assign(cell=["n/a" if m != m else f"{m:,.4g} ± {s:,.3g}"
+                                   for m, s in zip(table["mean"], table["std"])])
         pivot = pivot.pivot(index="label", columns="scheduler", values="cell")
         pivot = pivot.loc[list(dict.fromkeys(table["label"])), list(dict.fromkeys(table["scheduler"]))]
         pivot.index.name = "metric (mean ± std)"
@@ -153,11 +165,12 @@ def _compare(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> l
 
 
 # -- experiment ----------------------------------------------------------------------------
-def _experiment(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> list[Path]:
+def _experiment(path: Path, folder: Path, fmt: str, plots: bool, report: bool,
+                metric: str | None = None, schedulers: list[str] | None = None) -> list[Path]:
     from simsched.plots.experiment import experiment_figures, load_experiment
     from simsched.plots.report import table_html
 
-    data = load_experiment(path)
+    data = load_experiment(path, metric, schedulers)
     results = data["results"]
     meta = [("runs", len(results))]
     for column in ("scenario", "scheduler", "seed"):
@@ -167,6 +180,9 @@ def _experiment(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -
     summary = results.groupby("scheduler", sort=False)[metric].agg(["mean", "std", "count"])
     summary.index.name = "scheduler"
     tables = [table_html(summary, f"{metric} per scheduler over every run (results.csv)", index=True)]
+    if (path / "summary.csv").is_file():  # the experiment's own statistics: CIs, ranks per sweep point
+        tables.append(table_html(pd.read_csv(path / "summary.csv"),
+                                 "Per sweep point and scheduler: mean, 95% bootstrap CI, mean rank (summary.csv)"))
     return _finish(experiment_figures(data), folder, fmt, plots, report, dict(
         title=f"simsched experiment: {path.name}", meta=meta, tables=tables, captions={}))
 

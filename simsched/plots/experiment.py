@@ -25,18 +25,41 @@ import pandas as pd
 
 from simsched.plots.style import colors, figure
 
-CASE_COLUMNS = ("scenario", "instance", "seed", "ea_stream")
 BOOTSTRAP_RESAMPLES = 2000
 
 
-def load_experiment(folder: str | Path, metric: str | None = None) -> dict[str, Any]:
+def load_experiment(folder: str | Path, metric: str | None = None,
+                    schedulers: list[str] | None = None) -> dict[str, Any]:
+    """results.csv and decisions.csv of an experiment folder; ``metric`` defaults to ``objective``
+    (the experiment spec's default), else ``avg_jct``, else the first float column. Rows are
+    recorded as runs finish (in any order), so the figures order schedulers by ``schedulers`` (the
+    spec's order) or by name: the same folder always gives the same figures."""
     folder = Path(folder)
     results = pd.read_csv(folder / "results.csv", dtype={"scheduler": str, "scenario": str, "instance": str})
     decisions = pd.read_csv(folder / "decisions.csv") if (folder / "decisions.csv").is_file() else None
     if metric is None:
-        metric = "avg_jct" if "avg_jct" in results.columns else next(
+        metric = next((m for m in ("objective", "avg_jct") if m in results.columns), None) or next(
             c for c in results.columns if pd.api.types.is_float_dtype(results[c]))
+    elif metric not in results.columns:
+        from simsched.errors import InputError
+
+        raise InputError(f"{folder / 'results.csv'}: no column {metric!r} to plot; metrics there: "
+                         + ", ".join(c for c in results.columns if pd.api.types.is_float_dtype(results[c])))
+    names = sorted(results["scheduler"].unique())
+    order = [n for n in (schedulers or []) if n in names] + [n for n in names if n not in (schedulers or [])]
+    results = _in_order(results, order)
+    if decisions is not None and "scheduler" in decisions.columns:
+        decisions = _in_order(decisions, order, keys=["queued"])
     return {"results": results, "decisions": decisions, "metric": metric, "sweep_keys": sweep_keys(results)}
+
+
+def _in_order(frame: pd.DataFrame, order: list[str], keys: list[str] | None = None) -> pd.DataFrame:
+    """Rows sorted by scheduler (in ``order``), then the case columns, deterministically."""
+    rank = frame["scheduler"].map({name: i for i, name in enumerate(order)})
+    columns = keys if keys is not None else [c for c in ("scenario", "instance", "seed", "ea_stream",
+                                                           *sweep_keys(frame)) if c in frame.columns]
+    return (frame.assign(_order=rank).sort_values(["_order", *columns], kind="stable")
+            .drop(columns="_order").reset_index(drop=True))
 
 
 def sweep_keys(results: pd.DataFrame) -> list[str]:
@@ -54,20 +77,30 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float,
     from scipy.stats import bootstrap
 
     result = bootstrap((values,), np.mean, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
-                       method="percentile", random_state=np.random.default_rng(0))
+                       method="percentile", rng=np.random.default_rng(0))
     return mean, float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def ranks(results: pd.DataFrame, metric: str, higher_is_better: bool = False) -> pd.DataFrame:
-    """Each run's rank among the schedulers of its case (1 = best; ties share the mean rank)."""
-    case = [c for c in (*CASE_COLUMNS, *sweep_keys(results)) if c in results.columns]
-    frame = results.copy()
-    frame["rank"] = frame.groupby(case, dropna=False)[metric].rank(method="average",
-                                                                   ascending=not higher_is_better)
+def metric_higher_is_better(metric: str) -> bool:
+    """Whether a larger value of a summary metric is better (utilisation, completed jobs)."""
+    from simsched.metrics import SUMMARY_METRICS
+
+    return next((higher for key, _, higher, _ in SUMMARY_METRICS if key == metric), False)
+
+
+def ranks(results: pd.DataFrame, metric: str, higher_is_better: bool | None = None) -> pd.DataFrame:
+    """Each scheduler's rank in each case (1 = best; ties share the mean rank). A case is one
+    (scenario, instance, seed) at one sweep point; runs differing only in ``ea_stream`` are averaged
+    first, as the experiment's own statistics do (simsched.experiment.stats)."""
+    if higher_is_better is None:
+        higher_is_better = metric_higher_is_better(metric)
+    case = [c for c in ("scenario", "instance", "seed", *sweep_keys(results)) if c in results.columns]
+    frame = results.groupby(case + ["scheduler"], sort=False, dropna=False)[metric].mean().reset_index()
+    frame["rank"] = frame.groupby(case, dropna=False)[metric].rank(method="average", ascending=not higher_is_better)
     return frame
 
 
-def rank_bar_figure(results: pd.DataFrame, metric: str, higher_is_better: bool = False) -> Any:
+def rank_bar_figure(results: pd.DataFrame, metric: str, higher_is_better: bool | None = None) -> Any:
     """Mean rank per scheduler over every case, with its 95% bootstrap CI; best (lowest) first."""
     ranked = ranks(results, metric, higher_is_better)
     stats = {name: mean_ci(group["rank"].to_numpy(float)) for name, group in ranked.groupby("scheduler", sort=False)}

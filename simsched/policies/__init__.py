@@ -3,10 +3,6 @@ name -> scheduler registry used by scenarios (SPEC §4)."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import inspect
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +14,10 @@ from simsched.policies.ordering import ORDERINGS
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
 from simsched.policies.queue import QueueScheduler
+from simsched.policies.user import load_user_policy
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
-           "policy_names", "build_scheduler", "resolve_policy_ref"]
+           "policy_names", "build_scheduler", "load_user_policy", "resolve_policy_ref"]
 
 #: the EVO-GP paper's named baselines: policy -> (ordering, placement)
 BASELINES: dict[str, tuple[str, str]] = {
@@ -170,40 +167,3 @@ def resolve_policy_ref(name: str, scenario: Path) -> str:
         return name
     return f"{Path(where).resolve()}:{cls}"
 
-
-def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: str) -> Scheduler:
-    """Load ``path/to/file.py:ClassName`` (relative to the scenario) or ``package.module:ClassName``."""
-    where, _, name = ref.rpartition(":")
-    if not where or not name:
-        raise InputError(f"{file}: scheduler.policy: {ref!r} must look like 'my_policy.py:MyPolicy'")
-    if where.endswith(".py"):
-        path = Path(where) if Path(where).is_absolute() else base_dir / where
-        if not path.is_file():
-            raise InputError(f"{file}: scheduler.policy: policy file {path} not found")
-        module_name = f"simsched_user_{path.stem}_{abs(hash(str(path.resolve())))}"
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:  # the user's code: report it as bad input, one line
-            raise InputError(f"{file}: scheduler.policy: importing {path} failed: "
-                             f"{type(exc).__name__}: {exc}") from None
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise InputError(f"{file}: scheduler.policy: cannot import module {where!r}: {exc}") from None
-    cls = getattr(module, name, None)
-    if cls is None:
-        found = [n for n, v in vars(module).items() if inspect.isclass(v) and hasattr(v, "decide")]
-        raise InputError(f"{file}: scheduler.policy: {where} has no {name!r}; "
-                         f"classes with decide(): {', '.join(found) or 'none'}")
-    try:
-        scheduler = cls(**options) if inspect.isclass(cls) else cls
-    except TypeError as exc:
-        raise InputError(f"{file}: scheduler: {name}({', '.join(options)}) failed: {exc}") from None
-    if not callable(getattr(scheduler, "decide", None)):
-        raise InputError(f"{file}: scheduler.policy: {name} has no decide(view) method; "
-                         "see docs/assignment.md for the interface")
-    return scheduler

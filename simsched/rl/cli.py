@@ -101,7 +101,7 @@ def _train(argv: list[str]) -> int:
     except InputError as exc:
         raise InputError(f"python -m simsched rl train: {exc}") from None
     workers = args.workers or (os.cpu_count() or 1)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # long paths and progress lines stay on one line
     ckpt = checkpoint_path(out)
     if args.resume and not ckpt.is_file() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first update")

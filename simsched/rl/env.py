@@ -147,8 +147,7 @@ class SchedulingEnv(gym.Env):
             job = self._candidates.jobs[action]
             nodes = self._placer.place(job, self._candidates.clusters[action], list(engine.free))
             engine.apply(Decision((Start(job.job_id, nodes),)))  # the engine validates and starts it
-            self._refresh()
-            if not self._candidates.any_fits:
+            if not self._refresh():
                 self._advance()
         reward = self._settle_reward()
         info = self._info()
@@ -159,13 +158,17 @@ class SchedulingEnv(gym.Env):
         engine = self._sim.engine
         return View(engine.env.now, engine.fleet_state, engine.queue, engine.running, engine.free)
 
-    def _refresh(self) -> None:
+    def _refresh(self) -> bool:
+        """Candidates and mask of the current state; False (and nothing kept) when no candidate fits."""
         engine = self._sim.engine
         view = self._view()
-        self._candidates = self._observer.candidates(
-            engine.queue.values(), view, engine.free, len(engine.running), len(engine.queue),
-            engine.fleet_state.node_capacity)
+        selection = self._observer.select(engine.queue.values(), view, engine.free)
+        if not any(selection[1]):
+            return False
+        self._candidates = self._observer.observe(selection, view, engine.free, len(engine.running),
+                                                  len(engine.queue), engine.fleet_state.node_capacity)
         self._mask = action_mask(self._candidates, self.config.top_k, len(engine.running))
+        return True
 
     def _advance(self) -> None:
         """Run the engine to the next decision point where some candidate fits, or to the end."""
@@ -186,8 +189,7 @@ class SchedulingEnv(gym.Env):
                 self._mask = np.zeros(self.config.top_k + 1, dtype=np.int8)
                 self._mask[self.wait_action] = 1
                 return
-            if engine.queue and self._observer.any_fits(engine.queue.values(), self._view(), engine.free):
-                self._refresh()
+            if engine.queue and self._refresh():
                 return
 
     # -- rewards ----------------------------------------------------------------

@@ -9,9 +9,10 @@ jobs entered the queue, which is submit time then input order; or any other
 ordering name of :data:`simsched.policies.ordering.ORDERINGS`). The first
 ``top_k`` jobs that fit now come first, in that order, then (filling the rest of
 the ``top_k`` rows) jobs that do not fit now, in the same order. A job fits now
-when the cluster the scenario's allocation gives it has, for one of the job's
-GPU types, enough free room for all its workers (every placement rule finds a
-spot exactly then).
+when the cluster the scenario's allocation gives it (with ``home``, a job
+without a home cluster may use any cluster) has, for one of the job's GPU
+types, enough free room for all its workers (every placement rule finds a spot
+exactly then).
 
 **Observation** (float32, every entry in [-1, 1]): ``top_k`` rows of
 :data:`CANDIDATE_FEATURES` plus one speed column per fleet GPU type, then the
@@ -97,7 +98,7 @@ class Candidates:
 
     jobs: list[JobView]
     fits: list[bool]
-    clusters: list[int]  # the cluster each candidate is placed in
+    clusters: list[int | None]  # the cluster each candidate is placed in (None: fleet-wide)
     rows: np.ndarray  # (top_k, candidate features + types) float32
     globals: np.ndarray  # (global features,) float32
 
@@ -113,7 +114,7 @@ class Observer:
     """Builds :class:`Candidates` from the queue, free capacity and the allocation."""
 
     def __init__(self, config: ObsConfig, shape: FleetShape, groups: dict[tuple[int, str], tuple[int, ...]],
-                 cluster_for: Callable[[JobView, object], int]) -> None:
+                 cluster_for: Callable[[JobView, object], int | None]) -> None:
         self.config = config
         self.shape = shape
         self._groups = groups
@@ -126,15 +127,20 @@ class Observer:
         self._log_time = math.log1p(config.time_scale_s)
         self._log_gpus = math.log2(1 + max(1, shape.total_gpus))
         self._log_count = math.log1p(config.count_scale)
+        # per job: (cluster, signature) and the row's fixed part; the supported allocations
+        # decide a job's cluster once, and gpus, weight and speeds never change
+        self._placement_of: dict[str, tuple[int | None, tuple]] = {}
+        self._fixed_of: dict[str, tuple[float, float, list[float]]] = {}
 
-    def fits(self, job: JobView, cluster: int, free: Sequence[int]) -> bool:
-        """All workers fit in ``cluster`` on one of the job's GPU types (any placement finds room then)."""
+    def fits(self, job: JobView, cluster: int | None, free: Sequence[int]) -> bool:
+        """All workers fit in ``cluster`` (None: any cluster) on one of the job's GPU types
+        (any placement rule finds room then)."""
         for option in job.options:
-            if option.cluster != cluster:
+            if cluster is not None and option.cluster != cluster:
                 continue
             per_worker = option.per_worker
             slots = 0
-            for n in self._groups[cluster, option.gpu_type]:
+            for n in self._groups[option.cluster, option.gpu_type]:
                 slots += free[n] // per_worker
             if slots >= job.workers:
                 return True
@@ -147,24 +153,28 @@ class Observer:
         return ORDERINGS[self.config.order].sort(queue, view)
 
     def select(self, queue: Iterable[JobView], view, free: Sequence[int],
-               limit: int | None = None) -> tuple[list[JobView], list[bool], list[int]]:
-        """Candidate jobs, whether each fits now, and their clusters; stop after ``limit`` fitting jobs
-        (default ``top_k``). ``view`` serves orderings and the allocation."""
+               ) -> tuple[list[JobView], list[bool], list[int | None]]:
+        """Candidate jobs, whether each fits now, and their clusters (the walk stops at ``top_k``
+        fitting jobs). ``view`` serves orderings and the allocation."""
         k = self.config.top_k
-        limit = k if limit is None else limit
         fitting: list[tuple[JobView, int]] = []
         waiting: list[tuple[JobView, int]] = []
         verdict: dict[tuple, bool] = {}  # jobs with one signature fit or fail together
         cluster_for = self._cluster_for
+        placement_of = self._placement_of
         for job in self.ordered(queue, view):
-            cluster = cluster_for(job, view)
-            signature = (cluster, id(job.options), job.workers)
+            known = placement_of.get(job.job_id)
+            if known is None:
+                cluster = cluster_for(job, view)
+                # the engine shares one options tuple between jobs of one shape: id() is exact
+                known = placement_of[job.job_id] = (cluster, (cluster, id(job.options), job.workers))
+            cluster, signature = known
             fits = verdict.get(signature)
             if fits is None:
                 fits = verdict[signature] = self.fits(job, cluster, free)
             if fits:
                 fitting.append((job, cluster))
-                if len(fitting) == limit:
+                if len(fitting) == k:
                     break
             elif len(waiting) < k:
                 waiting.append((job, cluster))
@@ -175,41 +185,46 @@ class Observer:
     def candidates(self, queue: Iterable[JobView], view, free: Sequence[int], running: int,
                    queue_length: int, capacity: Sequence[int]) -> Candidates:
         """The decision point's candidates and observation."""
-        jobs, fit_flags, clusters = self.select(queue, view, free)
+        return self.observe(self.select(queue, view, free), view, free, running, queue_length, capacity)
+
+    def observe(self, selection: tuple[list[JobView], list[bool], list[int | None]], view, free: Sequence[int],
+                running: int, queue_length: int, capacity: Sequence[int]) -> Candidates:
+        """:class:`Candidates` from a :meth:`select` result."""
+        jobs, fit_flags, clusters = selection
         rows = np.zeros((self.config.top_k, self.row_size), dtype=np.float32)
-        for i, job in enumerate(jobs):
-            rows[i] = self._row(job, fit_flags[i], view)
+        if jobs:
+            rows[:len(jobs)] = [self._row(job, fit_flags[i], view) for i, job in enumerate(jobs)]
         return Candidates(jobs, fit_flags, clusters, rows, self._globals(free, capacity, running, queue_length))
 
-    def any_fits(self, queue: Iterable[JobView], view, free: Sequence[int]) -> bool:
-        """Whether some queued job fits now (cheaper than :meth:`candidates`)."""
-        return any(self.select(queue, view, free, limit=1)[1])
-
-    def _row(self, job: JobView, fits: bool, view) -> np.ndarray:
-        now = view.now
-        best_speed = job.options[0].speed
-        remaining = view.remaining_time(job, best_speed)
+    def _row(self, job: JobView, fits: bool, view) -> list[float]:
+        fixed = self._fixed_of.get(job.job_id)
+        if fixed is None:
+            speeds = [0.0] * len(self.shape.gpu_types)
+            for option in job.options:
+                column = self._type_column.get(option.gpu_type)
+                if column is not None:
+                    speeds[column] = max(speeds[column], min(1.0, option.speed / 4.0))
+            fixed = self._fixed_of[job.job_id] = (
+                min(1.0, math.log2(1 + job.gpus) / self._log_gpus),
+                min(1.0, job.weight / self.config.weight_scale), speeds)
+        gpus, weight, speeds = fixed
+        remaining = view.remaining_time(job, job.options[0].speed)  # on its fastest type
         wait = view.queued_time(job)
         if job.deadline is None:
             slack = 1.0
         else:
-            slack = math.tanh((job.deadline - now - remaining) / (remaining + 1.0))
-        row = [
+            slack = math.tanh((job.deadline - view.now - remaining) / (remaining + 1.0))
+        return [
             1.0,
             1.0 if fits else 0.0,
             min(1.0, math.log1p(remaining) / self._log_time),
-            min(1.0, math.log2(1 + job.gpus) / self._log_gpus),
+            gpus,
             min(1.0, math.log1p(wait) / self._log_time),
             wait / (wait + remaining) if wait + remaining > 0 else 0.0,
-            min(1.0, job.weight / self.config.weight_scale),
+            weight,
             slack,
+            *speeds,
         ]
-        speeds = [0.0] * len(self.shape.gpu_types)
-        for option in job.options:
-            column = self._type_column.get(option.gpu_type)
-            if column is not None:
-                speeds[column] = max(speeds[column], min(1.0, option.speed / 4.0))
-        return np.array(row + speeds, dtype=np.float32)
 
     def _globals(self, free: Sequence[int], capacity: Sequence[int], running: int, queue_length: int) -> np.ndarray:
         if self._capacity_of_group is None:

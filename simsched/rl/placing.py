@@ -34,11 +34,12 @@ class Placer:
         self._placement = PLACEMENTS[placement]()
         self._groups = groups
 
-    def cluster_for(self, job: JobView, view) -> int:
+    def cluster_for(self, job: JobView, view) -> int | None:
+        """The job's cluster; None: any cluster (``home`` for a job without one)."""
         return self._allocation.cluster_for(job, view)
 
-    def place(self, job: JobView, cluster: int, free: list[int]) -> tuple[int, ...]:
-        """Nodes for every worker (``free`` is reduced by what they take)."""
+    def place(self, job: JobView, cluster: int | None, free: list[int]) -> tuple[int, ...]:
+        """Nodes for every worker, on the fastest GPU type that fits (``free`` is reduced by what they take)."""
         nodes = place_job(job, cluster, self._groups, self._placement, free)
         if nodes is None:
             raise DecisionError(f"job {job.job_id!r} does not fit in cluster {cluster} now")

@@ -30,6 +30,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from simsched import limits
 from simsched.errors import InputError
 from simsched.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load, sample_quantile_table
@@ -61,7 +62,8 @@ def generate_philly(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
     """Philly-like jobs against ``fleet`` at a target offered load."""
     stats = philly_stats()
     n_jobs = params.get("jobs", int, 1000, min_value=1)
-    load = params.get("load", float, 0.9, min_value=0.0, exclusive_min=True)
+    limits.check_memory(f"{params.file}: {params.key('jobs')}", "jobs", n_jobs, limits.BYTES_PER_JOB)
+    load = params.get("load", float, 0.9, min_value=0.0, exclusive_min=True, max_value=limits.MAX_LOAD)
     n_vcs = params.get("vcs", int, 0, min_value=0, max_value=len(stats["vc_shares"]))
     largest_cluster = max((c.total_gpus for c in fleet.clusters), default=0)
     max_gpus = params.get("max_gpus", int, largest_cluster, min_value=1)
