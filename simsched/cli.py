@@ -194,12 +194,13 @@ def _with_flags(scenario, args: argparse.Namespace):
 def _validate(argv: list[str]) -> int:
     """Check a scenario, its workload and its scheduler without simulating: everything a run
     checks (the run is built up to its first event), with the same warnings."""
-    from simsched.api import simulation
-    from simsched.scenario import load_scenario
-
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
     args = p.parse_args(argv)
+
+    from simsched.api import simulation
+    from simsched.scenario import load_scenario
+
     ready = simulation(load_scenario(args.scenario))
     fleet = ready.engine.fleet
     for warning in ready.warnings:

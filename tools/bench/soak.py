@@ -10,8 +10,9 @@ then the engine is built and run (timed together), then the per-job table
 (``jobs_frame``) is made as ``simsched.run`` would. The figures are the
 seconds per 1,000 jobs of the timed part and the peak resident set size of the
 whole subprocess (``ru_maxrss``, inputs included). With ``--extrapolate-to N``
-the largest measured run is scaled linearly to N jobs (memory and time per
-job taken as constant from the largest run), and the output says so.
+the figures are extrapolated linearly to N jobs (time per job of the largest
+run; memory from the growth per job between the two largest runs), and the
+output says so.
 
 Targets (issue 14): time per job at 1M within 1.5x of that at 100k; peak RSS
 of a 1M-job run at most 1.2 GB.
@@ -82,11 +83,18 @@ def main() -> int:
               "time_per_job_ratio": large["ms_per_1000_jobs"] / small["ms_per_1000_jobs"],
               "extrapolated": False}
     if args.extrapolate_to:
-        scale = args.extrapolate_to / large["jobs"]
+        # time: the largest run's time per job; memory: its RSS plus the per-job growth between
+        # the two largest runs (the interpreter and libraries are a fixed part)
+        if len(runs) < 2:
+            p.error("--extrapolate-to needs at least two --jobs counts")
+        below = runs[-2]
+        per_job_mb = (large["peak_rss_mb"] - below["peak_rss_mb"]) / (large["jobs"] - below["jobs"])
         result["extrapolated"] = True
-        result["extrapolated_to"] = {"jobs": args.extrapolate_to, "seconds": large["seconds"] * scale,
-                                     "peak_rss_mb": large["peak_rss_mb"] * scale,
-                                     "basis": f"linear from the {large['jobs']:,}-job run"}
+        result["extrapolated_to"] = {
+            "jobs": args.extrapolate_to,
+            "seconds": large["seconds"] * args.extrapolate_to / large["jobs"],
+            "peak_rss_mb": large["peak_rss_mb"] + per_job_mb * (args.extrapolate_to - large["jobs"]),
+            "basis": f"linear from the {below['jobs']:,}- and {large['jobs']:,}-job runs"}
     if args.json:
         print(json.dumps(result))
         return 0
