@@ -129,3 +129,22 @@ def test_vectorised_keys_equal_the_scalar_keys_bit_for_bit(name):
     else:
         want = evaluate(order.graph, features(records, view))
     assert got.tobytes() == want.tobytes()
+
+
+def test_a_nan_key_falls_back_to_the_sorted_walk():
+    """A key without a total order (NaN) cannot be merged: that decision sorts the queue instead."""
+    from simsched.policies.ordering import Ordering
+
+    def key(job, view):
+        return float("nan") if job.index % 7 == 3 else job.duration - view.queued_time(job)
+
+    def vector(columns, now):
+        keys = columns["duration"] - (columns["wait_so_far"] + (now - columns["queued_since"]))
+        keys[columns["index"] % 7 == 3] = np.nan
+        return keys
+
+    odd = Ordering("odd", key, False, "", ("duration", "wait_so_far", "queued_since", "index"), vector)
+    jobs = workload(11, 80)
+    ours = QueueScheduler(odd, PLACEMENTS["best_fit"](), ALLOCATIONS["home"]())
+    reference = ReferenceWalk(odd, PLACEMENTS["best_fit"](), ALLOCATIONS["home"](), True)
+    assert events(ours, jobs, True) == events(reference, jobs, True)
