@@ -7,9 +7,9 @@ import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
-import networkx
 import numpy
 import pandas as pd
 import simpy
@@ -243,6 +243,6 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
         "wall_time_s": wall_s,
         "versions": {"simsched": simsched.__version__, "python": platform.python_version(),
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
-                     "networkx": networkx.__version__},
+                     "networkx": metadata.version("networkx")},  # without importing it
     })
     return RunResult(jobs, events, summary, nodes, {job.job_id: job.options for job in engine.jobs}, names)

@@ -111,6 +111,8 @@ def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    args = _run_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+
     from rich.console import Console
 
     from simsched.api import simulation
@@ -118,7 +120,6 @@ def _run(argv: list[str]) -> int:
     from simsched.report import LiveProgress, metric_table
     from simsched.scenario import load_scenario
 
-    args = _run_parser().parse_args(argv)
     pictures = _check_plot_flags(args, "python -m simsched")  # before anything is created or run
     if args.out:
         check_out_dir(args.out)
@@ -193,12 +194,13 @@ def _with_flags(scenario, args: argparse.Namespace):
 def _validate(argv: list[str]) -> int:
     """Check a scenario, its workload and its scheduler without simulating: everything a run
     checks (the run is built up to its first event), with the same warnings."""
-    from simsched.api import simulation
-    from simsched.scenario import load_scenario
-
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
     args = p.parse_args(argv)
+
+    from simsched.api import simulation
+    from simsched.scenario import load_scenario
+
     ready = simulation(load_scenario(args.scenario))
     fleet = ready.engine.fleet
     for warning in ready.warnings:

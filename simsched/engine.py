@@ -372,6 +372,7 @@ class Engine:
         self._release(job)
         job.status = DONE
         job.end = now
+        job.process = job.wakeup = None  # a finished job's SimPy objects are garbage (memory on long runs)
         del self.running[job.job_id]
         self.outstanding -= 1
         self.finished += 1

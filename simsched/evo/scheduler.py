@@ -32,7 +32,16 @@ import numpy as np
 
 from simsched.evo.allocation import AllocationInstance, ClusterState, evolve, mct_assign
 from simsched.evo.planner import plan_kernel
-from simsched.evo.priority import evaluate, infix, load_priority
+from simsched.evo.priority import (
+    CONST,
+    FUNCTIONS,
+    _arguments,
+    evaluate,
+    infix,
+    load_priority,
+    root,
+    validate,
+)
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
 
@@ -254,20 +263,71 @@ class MctAllocation(Allocation):
 
 
 class GpOrdering:
-    """Queue order by a priority graph, smaller f(j) first (``policy = "gp"``)."""
+    """Queue order by a priority graph, smaller f(j) first (``policy = "gp"``).
+
+    The graph is turned once into a list of numpy steps (children first), which
+    compute exactly what :func:`~simsched.evo.priority.evaluate` does without
+    re-validating and re-sorting the graph at every decision. ``vector`` gives
+    f for queued jobs from columns of their fields (see simsched/policies/ordering.py).
+    """
 
     static = False
+    columns = ("remaining_work", "wait_so_far", "queued_since", "weight", "gpus")
 
     def __init__(self, graph: nx.DiGraph) -> None:
+        validate(graph)
         self.graph = graph
         self.name = "gp"
         self.description = f"priority graph f = {infix(graph)}"
+        self._steps = []
+        for v in reversed(list(nx.topological_sort(graph))):
+            op = graph.nodes[v]["op"]
+            if op == CONST:
+                self._steps.append((v, op, float(graph.nodes[v]["value"]), None))
+            elif op in FUNCTIONS:
+                self._steps.append((v, op, *_arguments(graph, v)))
+            else:
+                self._steps.append((v, op, None, None))
+        self._root = root(graph)
+
+    def evaluate(self, features: dict[str, np.ndarray]) -> np.ndarray:
+        """f for every job at once, as :func:`~simsched.evo.priority.evaluate` computes it."""
+        shape = np.shape(next(iter(features.values())))
+        values: dict = {}
+        for v, op, left, right in self._steps:
+            if op == CONST:
+                values[v] = np.full(shape, left)
+            elif op == "+":
+                values[v] = values[left] + values[right]
+            elif op == "-":
+                values[v] = values[left] - values[right]
+            elif op == "*":
+                values[v] = values[left] * values[right]
+            elif op == "%":  # protected_div on two arrays of one shape, without its conversions
+                x, y = values[left], values[right]
+                out = values[v] = x.copy()
+                np.divide(x, y, out=out, where=y != 0)
+            else:
+                values[v] = np.asarray(features[op], dtype=np.float64)
+        result = values[self._root]
+        if result.shape != shape:
+            result = np.broadcast_to(result, shape)
+        return result.astype(np.float64, copy=True)
+
+    def vector(self, columns, now: float) -> np.ndarray:
+        """f of queued jobs from their field columns (the terminals of :func:`features`)."""
+        return self.evaluate({
+            "d": columns["remaining_work"],  # remaining_time(job) = remaining_work / 1.0, the same value
+            "q": columns["wait_so_far"] + (now - columns["queued_since"]),
+            "u": columns["weight"],
+            "g": columns["gpus"],
+        })
 
     def sort(self, jobs: Sequence[JobView], view: SchedulerView) -> list[JobView]:
         jobs = list(jobs)
         if not jobs:
             return jobs
-        values = evaluate(self.graph, features(jobs, view))
+        values = self.evaluate(features(jobs, view))
         order = sorted(range(len(jobs)), key=lambda i: (values[i], jobs[i].submit, jobs[i].index))
         return [jobs[i] for i in order]
 

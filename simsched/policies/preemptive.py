@@ -89,7 +89,8 @@ class PreemptiveScheduler:
         free = list(view.free)
         heap = [(keys[job.job_id], job.job_id) for job in view.queue]
         heapq.heapify(heap)
-        self.allocation.prepare(view, sorted(view.queue, key=lambda j: keys[j.job_id]))
+        if type(self.allocation).prepare is not Allocation.prepare:  # only a planning allocation reads it
+            self.allocation.prepare(view, sorted(view.queue, key=lambda j: keys[j.job_id]))
         jobs = {job.job_id: job for job in (*view.queue, *view.running)}
         preempted: dict[str, None] = {}  # ordered set
         starts: list[Start] = []

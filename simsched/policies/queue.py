@@ -3,11 +3,26 @@
 :class:`QueueScheduler` walks the queue in key order and starts every job
 that fits now; with ``backfill = False`` the walk stops, per cluster, at the
 first job that does not fit (strict head-of-line).
+
+How the walk stays cheap on a queue of thousands of jobs: queued jobs with one
+*signature* (cluster, GPU options, workers) fit or fail together, so the queue
+is kept as one bucket per signature, each in key order, and the walk merges
+the buckets' heads. A bucket whose head does not fit leaves the merge with all
+its jobs, so a decision costs about (signatures + starts) x log(signatures),
+not the queue length. A static ordering keeps each bucket sorted between
+decisions; a time-dependent ordering with a vectorised key (hrrn, gp) keeps
+its bucket's fields in numpy columns and finds each head with one key
+evaluation per bucket and decision. With an MCT allocation the cluster of a
+job changes between decisions, so that case walks the whole ordered queue.
+The result is the same walk in the same order either way.
 """
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
+
+import numpy as np
 
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
@@ -39,6 +54,145 @@ def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placem
     return None
 
 
+def could_fit(job: JobView, cluster: int | None, groups: dict, free: list[int]) -> bool:
+    """Whether some option of ``job`` in ``cluster`` (None: any cluster) has a free slot per
+    worker (what every built-in placement needs to succeed), without placing anything."""
+    workers = job.workers
+    for option in job.options:
+        if cluster is not None and option.cluster != cluster:
+            continue
+        per_worker = option.per_worker
+        slots = 0
+        for n in groups[option.cluster, option.gpu_type]:
+            slots += free[n] // per_worker
+            if slots >= workers:
+                return True
+    return False
+
+
+class SortedBucket:
+    """Queued jobs of one signature in (key, submit, index) order, kept between decisions."""
+
+    __slots__ = ("signature", "cluster", "keys", "jobs", "pos")
+
+    def __init__(self, signature: tuple) -> None:
+        self.signature = signature
+        self.cluster = signature[0]
+        self.keys: list[tuple] = []
+        self.jobs: list[JobView] = []
+        self.pos = 0  # jobs before it were started in this decision
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def add(self, job: JobView, key: tuple) -> None:
+        i = bisect_left(self.keys, key)
+        self.keys.insert(i, key)
+        self.jobs.insert(i, job)
+
+    def begin(self, ordering, now: float) -> bool:
+        self.pos = 0
+        return True
+
+    def head(self) -> tuple[tuple, JobView] | None:
+        if self.pos < len(self.jobs):
+            return self.keys[self.pos], self.jobs[self.pos]
+        return None
+
+    def take(self) -> None:
+        self.pos += 1
+
+    def end(self) -> None:
+        if self.pos:
+            del self.keys[:self.pos]
+            del self.jobs[:self.pos]
+            self.pos = 0
+
+
+class ColumnBucket:
+    """Queued jobs of one signature with the fields a vectorised key reads in numpy columns.
+
+    Rows are kept in (submit, index) order, so the first minimum of the keys is
+    the job a sort by (key, submit, index) puts first. Each decision evaluates
+    the key of every row once; a started row's key becomes +inf for the rest of
+    the decision, and the row is removed at its end.
+    """
+
+    __slots__ = ("signature", "cluster", "columns", "jobs", "order", "size", "keys", "taken", "_head", "_key")
+
+    def __init__(self, signature: tuple, ordering) -> None:
+        self._key = getattr(ordering, "key", None)  # fills a "key" column (a key fixed while a job waits)
+        self.signature = signature
+        self.cluster = signature[0]
+        self.columns = {name: np.empty(16) for name in ordering.columns}
+        self.jobs: list[JobView] = []
+        self.order: list[tuple[float, int]] = []  # (submit, index) per row, ascending
+        self.keys: np.ndarray | None = None
+        self.taken: list[int] = []
+        self._head = -1
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def add(self, job: JobView, view: SchedulerView) -> None:
+        n = len(self.jobs)
+        at = (job.submit, job.index)
+        i = n if not n or self.order[-1] < at else bisect_left(self.order, at)
+        for name, column in self.columns.items():
+            if n == len(column):
+                column = self.columns[name] = np.concatenate((column, np.empty(n)))
+            if i < n:
+                column[i + 1:n + 1] = column[i:n]
+            column[i] = self._key(job, view) if name == "key" else getattr(job, name)
+        self.order.insert(i, at)
+        self.jobs.insert(i, job)
+
+    def remove_row(self, i: int) -> None:
+        n = len(self.jobs)
+        if i < n - 1:
+            for column in self.columns.values():
+                column[i:n - 1] = column[i + 1:n]
+        del self.order[i]
+        del self.jobs[i]
+
+    def begin(self, ordering, now: float) -> bool:
+        """Evaluate every row's key now; False when a key is NaN (no total order to merge)."""
+        n = len(self.jobs)
+        keys = np.array(ordering.vector({k: c[:n] for k, c in self.columns.items()}, now), dtype=np.float64)
+        self.taken = []
+        self.keys = keys
+        i = int(keys.argmin())  # a NaN is the minimum of argmin
+        if keys[i] != keys[i]:
+            self.keys = None
+            return False
+        self._head = i
+        return True
+
+    def head(self) -> tuple[tuple, JobView] | None:
+        if self._head < 0:
+            if len(self.taken) == len(self.jobs):
+                return None
+            keys = self.keys
+            i = int(keys.argmin())
+            if keys[i] == np.inf:  # maybe a started row: the first +inf row not started
+                taken = set(self.taken)
+                i = next(int(t) for t in np.flatnonzero(keys == np.inf) if t not in taken)
+            self._head = i
+        job = self.jobs[self._head]
+        return (float(self.keys[self._head]), job.submit, job.index), job
+
+    def take(self) -> None:
+        self.keys[self._head] = np.inf
+        self.taken.append(self._head)
+        self._head = -1
+
+    def end(self) -> None:
+        for i in sorted(self.taken, reverse=True):
+            self.remove_row(i)
+        self.taken = []
+        self.keys = None
+
+
 class QueueScheduler:
     """Order the queue, then place each job on the fastest GPU type that fits in its cluster."""
 
@@ -49,25 +203,21 @@ class QueueScheduler:
         self.allocation = allocation
         self.backfill = backfill
         self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
-        # Static orderings keep the queue sorted between decisions: (key, submit, index) and
-        # the jobs in the same order. Jobs enter at the tail of view.queue with a growing
-        # queue_seq, and leave only when this scheduler starts them.
-        self._keys: list[tuple[float, float, int]] = []
-        self._jobs: list[JobView] = []
-        self._last_seq = -1
+        self._vector = getattr(ordering, "vector", None) if not ordering.static else None
         # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
         # (what this scheduler left at its last decision): with the same free GPUs, the same
         # shapes fail again, so a blocked queue costs almost nothing to re-check.
         self._failed: set[tuple] = set()
         self._failed_jobs: set[tuple] = set()
         self._free_after: list[int] | None = None
-        # How many queued jobs share each job signature (cluster, options, workers): jobs with
-        # one signature fit or fail together, so once every signature in the queue has failed
-        # the walk can stop. Kept incrementally when both the order and the cluster of a
-        # queued job are fixed (static ordering, allocation decided once).
-        self._incremental = self.ordering.static and not self._plans
+        self._last_seq = -1
+        # Bucketed queue (static allocation): signature -> bucket, and each job's signature.
+        self._bucketed = not self._plans and (ordering.static or self._vector is not None)
+        self._buckets: dict[tuple, SortedBucket | ColumnBucket] = {}
         self._signature_of: dict[str, tuple] = {}
-        self._signature_count: dict[tuple, int] = {}
+        # Whole sorted queue (MCT allocation with a static ordering): keys and jobs.
+        self._keys: list[tuple[float, float, int]] = []
+        self._jobs: list[JobView] = []
 
     def _sort_key(self, job: JobView, view: SchedulerView) -> tuple[float, float, int]:
         return (self.ordering.key(job, view), job.submit, job.index)
@@ -76,18 +226,106 @@ class QueueScheduler:
         # the engine shares one options tuple between jobs of one shape: id() is exact and cheap
         return (self.allocation.cluster_for(job, view), id(job.options), job.workers)
 
-    def _count(self, job: JobView, view: SchedulerView) -> None:
+    # -- the bucketed queue ------------------------------------------------------
+    def _bucket_add(self, job: JobView, view: SchedulerView) -> None:
         signature = self._signature_of[job.job_id] = self._signature(job, view)
-        self._signature_count[signature] = self._signature_count.get(signature, 0) + 1
+        bucket = self._buckets.get(signature)
+        if bucket is None:
+            bucket = self._buckets[signature] = (
+                SortedBucket(signature) if self._vector is None
+                else ColumnBucket(signature, self.ordering))
+        bucket.add(job, self._sort_key(job, view) if self._vector is None else view)
 
-    def _uncount(self, job: JobView) -> None:
-        signature = self._signature_of.pop(job.job_id)
-        left = self._signature_count[signature] - 1
-        if left:
-            self._signature_count[signature] = left
-        else:
-            del self._signature_count[signature]
+    def _sync(self, view: SchedulerView) -> None:
+        """Take in the jobs that entered the queue since the last decision."""
+        newcomers = view.queued_after(self._last_seq)
+        if newcomers:
+            self._last_seq = newcomers[0].queue_seq
+        if len(self._signature_of) + len(newcomers) != view.queue_length:
+            # the queue changed behind our back: rebuild
+            self._buckets, self._signature_of = {}, {}
+            newcomers = self.ordering.sort(view.queue, view)
+        elif self._vector is not None and len(newcomers) > 1:
+            # first allocation calls in key order, as a sorted walk makes them
+            newcomers = self.ordering.sort(newcomers, view)
+        for job in newcomers:
+            self._bucket_add(job, view)
 
+    def _decide_buckets(self, view: SchedulerView) -> Decision:
+        self._sync(view)
+        free = list(view.free)
+        groups = view.fleet.groups
+        buckets = self._buckets
+        unchanged = free == self._free_after
+        failed = self._failed if unchanged else set()
+        failed_jobs = {s for s in self._failed_jobs if s in buckets} if unchanged else set()
+        backfill = self.backfill
+        vector = self._vector is not None
+        heap: list = []
+        for order, (signature, bucket) in enumerate(buckets.items()):
+            if backfill:
+                if signature in failed_jobs:
+                    continue
+                if vector and not could_fit(bucket.jobs[0], bucket.cluster, groups, free):
+                    failed_jobs.add(signature)  # cannot fit now, so neither later in this walk
+                    continue
+            if not bucket.begin(self.ordering, view.now):
+                return self._decide_sorted_fallback(view)
+            key, job = bucket.head()
+            heap.append((key, order, bucket, job))
+        heapq.heapify(heap)
+        blocked: set[int] = set()
+        cluster_count = len(view.fleet.cluster_names)
+        starts: list[Start] = []
+        touched: dict[int, SortedBucket | ColumnBucket] = {}
+        place = self.placement
+        while heap:
+            _, order, bucket, job = heapq.heappop(heap)
+            cluster = bucket.cluster
+            if cluster in blocked:
+                continue
+            signature = bucket.signature
+            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
+                                                                    blocked)
+            if nodes is None:
+                failed_jobs.add(signature)
+                if not backfill:  # a fleet-wide job (cluster None) heads every cluster's line
+                    blocked.update(range(cluster_count) if cluster is None else (cluster,))
+                    if len(blocked) == cluster_count:
+                        break
+                continue
+            starts.append(Start(job.job_id, nodes))
+            touched[order] = bucket
+            bucket.take()
+            head = bucket.head()
+            if head is not None:
+                heapq.heappush(heap, (head[0], order, bucket, head[1]))
+        for bucket in touched.values():
+            bucket.end()
+            if not bucket.jobs:
+                del buckets[bucket.signature]
+        for start in starts:
+            del self._signature_of[start.job_id]
+        self._failed = failed
+        self._failed_jobs = failed_jobs
+        self._free_after = free
+        return Decision(tuple(starts))
+
+    def _decide_sorted_fallback(self, view: SchedulerView) -> Decision:
+        """A NaN key has no place in a merge: walk the sorted queue, then forget the starts."""
+        for bucket in self._buckets.values():
+            bucket.taken, bucket.keys = [], None
+        ordered = self.ordering.sort(view.queue, view)
+        decision = self._walk(view, ordered, self._signature_of, dict.fromkeys(self._buckets))
+        for start in decision.starts:
+            signature = self._signature_of.pop(start.job_id)
+            bucket = self._buckets[signature]
+            bucket.remove_row(next(i for i, job in enumerate(bucket.jobs) if job.job_id == start.job_id))
+            if not bucket.jobs:
+                del self._buckets[signature]
+        return decision
+
+    # -- the whole ordered queue (MCT) ---------------------------------------------
     def ordered_queue(self, view: SchedulerView) -> list[JobView]:
         """The queue in key order; ties by submit, then input order."""
         if not self.ordering.static:
@@ -98,29 +336,15 @@ class QueueScheduler:
             pos = bisect_left(self._keys, key)
             self._keys.insert(pos, key)
             self._jobs.insert(pos, job)
-            if self._incremental:
-                self._count(job, view)
         if newcomers:
             self._last_seq = newcomers[0].queue_seq
         if len(self._keys) != view.queue_length:  # the queue changed behind our back: rebuild
             self._jobs = self.ordering.sort(view.queue, view)
             self._keys = [self._sort_key(job, view) for job in self._jobs]
-            self._signature_of, self._signature_count = {}, {}
-            for job in self._jobs:
-                self._count(job, view)
         return self._jobs
 
-    def _forget(self, started: list[JobView], view: SchedulerView) -> None:
-        if not self.ordering.static:
-            return
-        for job in started:
-            pos = bisect_left(self._keys, self._sort_key(job, view))
-            del self._keys[pos]
-            del self._jobs[pos]
-            if self._incremental:
-                self._uncount(job)
-
-    def decide(self, view: SchedulerView) -> Decision:
+    def _walk(self, view: SchedulerView, ordered: list[JobView], signature_of: dict[str, tuple],
+              counts: dict) -> Decision:
         free = list(view.free)
         groups = view.fleet.groups
         cluster_count = len(view.fleet.cluster_names)
@@ -129,18 +353,8 @@ class QueueScheduler:
         # fit now; free only shrinks during the walk, so what failed fails again
         unchanged = free == self._free_after
         failed = self._failed if unchanged else set()
-        ordered = self.ordered_queue(view)
-        if self._plans:
-            self.allocation.prepare(view, ordered)
-        if self._incremental:
-            counts = self._signature_count
-            signature_of = self._signature_of
-        else:
-            signature_of = {job.job_id: self._signature(job, view) for job in ordered}
-            counts = dict.fromkeys(signature_of.values())
         failed_jobs = {s for s in self._failed_jobs if s in counts} if unchanged else set()
         starts: list[Start] = []
-        started: list[JobView] = []
         place = self.placement
         for job in ordered:
             if len(failed_jobs) == len(counts):
@@ -159,9 +373,23 @@ class QueueScheduler:
                         break
                 continue
             starts.append(Start(job.job_id, nodes))
-            started.append(job)
-        self._forget(started, view)
         self._failed = failed
         self._failed_jobs = failed_jobs
         self._free_after = free
         return Decision(tuple(starts))
+
+    def decide(self, view: SchedulerView) -> Decision:
+        if self._bucketed:
+            return self._decide_buckets(view)
+        ordered = self.ordered_queue(view)
+        if self._plans:
+            self.allocation.prepare(view, ordered)
+        signature_of = {job.job_id: self._signature(job, view) for job in ordered}
+        decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()))
+        if self.ordering.static and decision.starts:  # forget the started jobs
+            started = {start.job_id for start in decision.starts}
+            for job in [job for job in ordered if job.job_id in started]:
+                pos = bisect_left(self._keys, self._sort_key(job, view))
+                del self._keys[pos]
+                del self._jobs[pos]
+        return decision

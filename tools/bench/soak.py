@@ -1,0 +1,114 @@
+"""Soak: time per job and peak memory as the job count grows, at a steady load.
+
+    python tools/bench/soak.py [--jobs 100000 1000000] [--nodes 32] [--load 0.9] [--json]
+
+The workload is tools/bench/engine.py's (1-8 GPU jobs, Poisson arrivals,
+exponential durations) at an offered load below 1, so the backlog stays
+bounded and every job count sees the same queue depths. Each job count runs
+in a fresh subprocess (fifo + best_fit + backfill): the workload is built,
+then the engine is built and run (timed together), then the per-job table
+(``jobs_frame``) is made as ``simsched.run`` would. The figures are the
+seconds per 1,000 jobs of the timed part and the peak resident set size of the
+whole subprocess (``ru_maxrss``, inputs included). With ``--extrapolate-to N``
+the figures are extrapolated linearly to N jobs (time per job of the largest
+run; memory from the growth per job between the two largest runs), and the
+output says so.
+
+Targets (issue 14): time per job at 1M within 1.5x of that at 100k; peak RSS
+of a 1M-job run at most 1.2 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def child(jobs: int, nodes: int, load: float) -> dict:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from engine import job_specs, workload
+
+    from simsched.engine import Engine
+    from simsched.metrics import jobs_frame
+    from simsched.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
+    from simsched.policies import ORDERINGS, PLACEMENTS
+    from simsched.policies.allocation import Home
+    from simsched.policies.queue import QueueScheduler
+
+    specs = job_specs(workload(jobs, nodes, load))
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(nodes, 8, "V100"),)),), builtin_gpu_types())
+    t0 = time.perf_counter()
+    engine = Engine(fleet, specs, QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home(), True))
+    engine.run()
+    seconds = time.perf_counter() - t0
+    del specs
+    frame = jobs_frame(engine.jobs, fleet.cluster_names)
+    assert (frame["status"] == "done").all()
+    return {"jobs": jobs, "seconds": seconds, "ms_per_1000_jobs": 1e6 * seconds / jobs,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "decisions": engine.decisions}
+
+
+def measure(jobs: int, nodes: int, load: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, __file__, "--child", str(jobs), "--nodes", str(nodes),
+                          "--load", str(load)], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--jobs", type=int, nargs="+", default=[100_000, 1_000_000])
+    p.add_argument("--nodes", type=int, default=32)
+    p.add_argument("--load", type=float, default=0.9)
+    p.add_argument("--extrapolate-to", type=int, help="scale the largest run linearly to this many jobs")
+    p.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.nodes, args.load)))
+        return 0
+    measure(2000, args.nodes, args.load)  # warm-up: imports, .pyc files
+    runs = [measure(n, args.nodes, args.load) for n in sorted(args.jobs)]
+    small, large = runs[0], runs[-1]
+    result = {"warm": True, "load_average": list(os.getloadavg()), "runs": runs,
+              "time_per_job_ratio": large["ms_per_1000_jobs"] / small["ms_per_1000_jobs"],
+              "extrapolated": False}
+    if args.extrapolate_to:
+        # time: the largest run's time per job; memory: its RSS plus the per-job growth between
+        # the two largest runs (the interpreter and libraries are a fixed part)
+        if len(runs) < 2:
+            p.error("--extrapolate-to needs at least two --jobs counts")
+        below = runs[-2]
+        per_job_mb = (large["peak_rss_mb"] - below["peak_rss_mb"]) / (large["jobs"] - below["jobs"])
+        result["extrapolated"] = True
+        result["extrapolated_to"] = {
+            "jobs": args.extrapolate_to,
+            "seconds": large["seconds"] * args.extrapolate_to / large["jobs"],
+            "peak_rss_mb": large["peak_rss_mb"] + per_job_mb * (args.extrapolate_to - large["jobs"]),
+            "basis": f"linear from the {below['jobs']:,}- and {large['jobs']:,}-job runs"}
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    for run in runs:
+        print(f"  {run['jobs']:>9,} jobs  {run['seconds']:8.1f} s  {run['ms_per_1000_jobs']:7.1f} ms per 1,000 jobs"
+              f"  peak RSS {run['peak_rss_mb']:7.0f} MB ({run['peak_rss_mb'] * 1024 / run['jobs']:.2f} KB/job)")
+    print(f"  time per job, {large['jobs']:,} vs {small['jobs']:,} jobs: {result['time_per_job_ratio']:.2f}x; "
+          f"warm; load average {result['load_average'][0]:.1f}")
+    if args.extrapolate_to:
+        e = result["extrapolated_to"]
+        print(f"  EXTRAPOLATED to {e['jobs']:,} jobs ({e['basis']}): about {e['seconds']:.0f} s, "
+              f"peak RSS about {e['peak_rss_mb']:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
