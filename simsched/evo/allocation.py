@@ -35,6 +35,7 @@ from simsched.evo.planner import (
     plan_kernel,
     plan_reference,
 )
+from simsched.evo.priority import NanPriority
 
 SEED_OPTIONS: tuple[str, ...] = ("mct", "current")
 
@@ -180,7 +181,7 @@ class AllocationInstance:
         if not np.all(np.isfinite(duration)) or np.any(duration < 0):
             raise InputError('"duration" must be finite and >= 0')
         if np.any(np.isnan(priority)):
-            raise InputError('"priority" must not be NaN')
+            raise NanPriority('"priority" must not be NaN')
         if len(self.weights) != 3:
             raise InputError(f'"weights" must be (w1, w2, w3), got {self.weights!r}')
         allowed = np.ones((n_jobs, n_clusters), dtype=bool)

@@ -47,7 +47,15 @@ import numpy as np
 
 from simsched.errors import InputError, SimschedError
 from simsched.evo import gp
-from simsched.evo.priority import BUILTIN, TERMINALS, from_json, parse, save_priority, to_json
+from simsched.evo.priority import (
+    BUILTIN,
+    TERMINALS,
+    NanPriority,
+    from_json,
+    parse,
+    save_priority,
+    to_json,
+)
 from simsched.parallel import TaskRunner
 from simsched.scenario import load_scenario, read_toml
 from simsched.seeding import stream
@@ -176,21 +184,53 @@ def _scenario(path: str) -> Any:
     return load_scenario(path)
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled_instance(path: str, seed: int, jobs: int | None) -> Any:
+    """The instance's arrays for the compiled run, built once per worker (None: use the engine)."""
+    from simsched.evo import fastsim
+
+    return fastsim.prepare(_scenario(path), seed=seed, jobs=jobs)
+
+
 def run_objective(scenario_path: str, seed: int, graph_json: str, jobs: int | None) -> float:
-    """The §7 scalarised objective of one run: the scenario at ``seed`` with MCT + this priority."""
+    """The §7 scalarised objective of one run: the scenario at ``seed`` with MCT + this priority.
+
+    Runs the compiled replay of the engine (:mod:`simsched.evo.fastsim`, equal to
+    :func:`run_objective_engine` exactly, tested) when it models the scenario,
+    else the engine. A priority that gives NaN scores +inf.
+    """
+    from simsched.evo import fastsim
+
+    instance = _compiled_instance(scenario_path, seed, jobs)
+    if instance is None:
+        return run_objective_engine(scenario_path, seed, graph_json, jobs)
+    graph = from_json(json.loads(graph_json), "<gp individual>")
+    try:
+        return fastsim.objective(instance, graph)
+    except NanPriority:
+        return math.inf
+
+
+def run_objective_engine(scenario_path: str, seed: int, graph_json: str, jobs: int | None) -> float:
+    """:func:`run_objective` through the SimPy engine (the reference; ``--fitness-engine simpy``)."""
     from simsched import api
     from simsched.evo.scheduler import make_planner_scheduler
 
     scenario = _scenario(scenario_path)
     graph = from_json(json.loads(graph_json), "<gp individual>")
     scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights)
-    result = api.run(scenario, seed=seed, jobs=jobs, scheduler=scheduler)
+    try:
+        result = api.run(scenario, seed=seed, jobs=jobs, scheduler=scheduler)
+    except NanPriority:
+        return math.inf
     if result.partial:  # pragma: no cover - only on an interrupted run
         raise KeyboardInterrupt
     return float(result.summary["objective"])
 
 
 ObjectiveFn = Callable[[str, int, str, "int | None"], float]
+#: ``--fitness-engine`` choices: the function that scores one (candidate, instance); equal results
+FITNESS_ENGINES: dict[str, ObjectiveFn] = {"compiled": run_objective, "simpy": run_objective_engine}
 
 
 # ---------------------------------------------------------------- progress and state
