@@ -14,6 +14,7 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
 - ``[scheduler]`` policy, placement, backfill, allocation, heterogeneous,
   interval_s, restart_penalty_s, plus policy options
 - ``[objective]`` ``weights = [w1, w2, w3]`` (Eq. 5)
+- ``[instance]`` generator, seed, set, index: a generated paper fleet in place of ``[[cluster]]`` (simsched/workloads/instances.py)
 - ``[compare]`` read only by ``python -m simsched compare`` (see simsched/compare.py)
 - ``[learn]`` read only by ``python -m simsched learn`` (see simsched/evo/learn.py)
 """
@@ -21,6 +22,7 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,14 +134,32 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file."""
     path = Path(path)
     raw = read_toml(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return scenario_from_table(raw, path, digest)
+
+
+def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = None) -> Scenario:
+    """Validate a scenario given as a parsed TOML table; ``path`` names it in errors and
+    anchors relative paths. ``digest`` defaults to a hash of the table itself."""
+    if digest is None:
+        digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
     base = path.resolve().parent
     top = Params(raw, "", path)
-    name = top.get("name", str, path.stem)
-    seed = top.get("seed", int, 0, min_value=0)
-    description = top.get("description", str, "")
+    instance = _instance(top, path)
+    name = top.get("name", str, path.stem if instance is None else instance.name)
+    seed = top.get("seed", int, 0 if instance is None else instance.seed, min_value=0)
+    description = top.get("description", str, "" if instance is None else instance.description)
     gpu_types = _gpu_types(top, path)
-    clusters = _clusters(top, path, base, gpu_types)
-    workload = _workload(top.sub("workload"), path, base, gpu_types)
+    if instance is None:
+        clusters = _clusters(top, path, base, gpu_types)
+    else:
+        if top.has("cluster"):
+            raise top.error("cluster", "is given by [instance]; remove [[cluster]] or [instance]")
+        clusters = instance.clusters
+    workload_raw = top.get("workload", dict, {})
+    if instance is not None and "file" not in workload_raw:  # the instance's, the scenario's keys on top
+        workload_raw = {**instance.workload, **workload_raw}
+    workload = _workload(Params(workload_raw, "workload", path), path, base, gpu_types)
     scheduler = _scheduler(top.sub("scheduler"), len(clusters))
     objective = top.sub("objective")
     weights = objective.get("weights", list, [1.0, 1.0, 1.0])
@@ -149,9 +169,26 @@ def load_scenario(path: str | Path) -> Scenario:
     top.get("compare", dict, {})  # options of `python -m simsched compare`, validated by simsched.compare
     top.get("learn", dict, {})  # options of `python -m simsched learn`, validated by simsched.evo.learn
     top.finish()
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,
                     tuple(float(w) for w in weights), digest, description)
+
+
+def _instance(top: Params, path: Path):
+    """The ``[instance]`` table: a generated fleet (and default workload) instead of ``[[cluster]]``."""
+    if not top.has("instance"):
+        return None
+    from simsched.workloads.instances import GENERATORS, SETS, instance_spec
+
+    p = top.sub("instance")
+    p.get("generator", str, "paper", choices=GENERATORS)
+    seed = p.get("seed", int, 0, min_value=0)
+    set_name = p.get("set", str, None, choices=tuple(SETS))
+    if set_name is None:
+        index = p.get("index", int, min_value=0)
+    else:
+        index = p.get("index", int, min_value=0, max_value=SETS[set_name][1] - 1)
+    p.finish()
+    return instance_spec(seed, index, set_name)
 
 
 def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:
