@@ -154,3 +154,31 @@ def test_program_evaluates_like_the_graph(seed: int, values: list) -> None:
     assert ok == (not np.isnan(expected).any())
     if ok:
         np.testing.assert_array_equal(out, expected)
+
+
+def test_fast_kernel_equals_the_direct_kernel_on_paper_instances() -> None:
+    """The shortcuts of ``simulate`` (lazy group states, early MCT stop, first fit at now) change nothing."""
+    from simsched.workloads.instances import paper_instance
+
+    rng = np.random.default_rng(7)
+    primitives = gp.PrimitiveSet()
+    graphs = [load_priority("srsf"), load_priority("gp-paper"),
+              *(gp.to_graph(gp.generate(rng, primitives, 2, 6, "grow"), primitives) for _ in range(3))]
+    for index in (1, 10, 46):  # light, loaded, overloaded (queues of a dozen jobs)
+        instance = fastsim.prepare(paper_instance(0, index, scheduler={"policy": "mct-gp"}))
+        for graph in graphs:
+            fast, direct = fastsim.run(instance, graph), fastsim.run(instance, graph, direct=True)
+            for name in ("status", "wait", "start", "end", "gpu_seconds", "group"):
+                np.testing.assert_array_equal(getattr(fast, name), getattr(direct, name))
+
+
+def test_an_overloaded_paper_instance_matches_the_engine() -> None:
+    from simsched.workloads.instances import paper_instance
+
+    scenario = paper_instance(0, 46, scheduler={"policy": "mct-gp"})  # 2 clusters, queues of 12
+    for priority in ("gp-paper", "u * q - g"):
+        graph = load_priority(priority)
+        result = simsched.run(scenario, jobs=300, scheduler=make_planner_scheduler(graph))
+        instance = fastsim.prepare(scenario, jobs=300)
+        assert fastsim.objective(instance, graph) == result.summary["objective"]
+        assert fastsim.run(instance, graph).stats[1] > 1
