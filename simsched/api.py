@@ -6,7 +6,7 @@ import json
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import networkx
@@ -15,6 +15,7 @@ import pandas as pd
 import simpy
 
 import simsched
+from simsched import outputs
 from simsched.engine import Engine, EngineConfig, Progress
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
@@ -25,24 +26,74 @@ from simsched.workloads import load_jobs
 from simsched.workloads.table import to_job_specs
 
 
-@dataclass
 class RunResult:
-    """What one run produced: per-job table, event log, summary (metrics + provenance)."""
+    """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
+    nodes, and the run spells and timeline derived from the event log (columns: docs/outputs.md).
 
-    jobs: pd.DataFrame
-    events: pd.DataFrame
-    summary: dict = field(default_factory=dict)
+    The spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on first use, so a
+    caller that needs only the summary (GP learning, compare) does not pay for them.
+    """
+
+    def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame, summary: dict | None = None,
+                 nodes: pd.DataFrame | None = None, options: dict[str, tuple] | None = None,
+                 cluster_names: tuple[str, ...] = ()) -> None:
+        self._jobs = jobs
+        self.events = events
+        self.summary = summary if summary is not None else {}
+        self.nodes = nodes if nodes is not None else pd.DataFrame(columns=list(outputs.NODE_COLUMNS))
+        self._options = options or {}
+        self._cluster_names = cluster_names
+        self._spells: pd.DataFrame | None = None
+        self._timeline: pd.DataFrame | None = None
+        self._jobs_filled = False
+
+    @property
+    def spells(self) -> pd.DataFrame:
+        """One row per run spell (start .. finish or preemption) with its nodes and share."""
+        if self._spells is None:
+            names = self._cluster_names
+
+            def share_of(job_id: str, cluster: str, gpu_type: str) -> int:
+                for option in self._options[job_id]:
+                    if names[option.cluster] == cluster and option.gpu_type == gpu_type:
+                        return option.per_worker
+                raise AssertionError(f"job {job_id!r} ran on {cluster}/{gpu_type}, none of its options")
+
+            self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
+        return self._spells
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """One row per job (jobs.csv)."""
+        if not self._jobs_filled:
+            self._jobs_filled = True
+            if self._options:
+                nodes, runs = outputs.job_spell_columns(self._jobs["job_id"].tolist(), self.spells)
+                self._jobs["nodes"] = nodes
+                self._jobs["runs"] = runs
+        return self._jobs
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """Busy milli-GPUs, running and queued jobs after every change."""
+        if self._timeline is None:
+            self._timeline = outputs.timeline_frame(self.events, self.spells)
+        return self._timeline
 
     @property
     def partial(self) -> bool:
         return bool(self.summary.get("partial"))
 
     def write(self, out_dir: str | Path) -> Path:
-        """Write jobs.csv, events.csv and summary.json into ``out_dir``."""
+        """Write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json into ``out_dir``
+        (columns: docs/outputs.md)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.jobs.to_csv(out / "jobs.csv", index=False)
         self.events.to_csv(out / "events.csv", index=False)
+        self.nodes.to_csv(out / "nodes.csv", index=False)
+        self.spells.to_csv(out / "spells.csv", index=False)
+        self.timeline.to_csv(out / "timeline.csv", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         return out
 
@@ -96,7 +147,7 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
     if scheduler is None:
         scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
-                                    weights=scenario.objective_weights)
+                                    weights=scenario.objective_weights, objective=scenario.objective)
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,
@@ -108,15 +159,20 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
 
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float) -> RunResult:
     names = engine.fleet.cluster_names
-    jobs = jobs_frame(engine.jobs, names)
     events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
+    state = engine.fleet_state
+    nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
+    jobs = jobs_frame(engine.jobs, names)  # nodes/runs are filled from the spells on first use
     cluster_gpus = {c.name: float(c.total_gpus) for c in engine.fleet.clusters}
-    summary = summarize(jobs, cluster_gpus, scenario.objective_weights)
+    objective = scenario.objective
+    summary = summarize(jobs, cluster_gpus, scenario.objective_weights, kind=objective.kind, w=objective.w)
     summary.update({
         "scenario": scenario.name,
         "scenario_file": str(scenario.path),
         "scenario_sha256": scenario.digest,
         "seed": scenario.seed,
+        "objective_spec": {"kind": objective.kind, "weights": list(objective.weights), "w": objective.w,
+                           "label": objective.label},
         "scheduler": {"policy": scenario.scheduler.policy, "placement": scenario.scheduler.placement,
                       "backfill": scenario.scheduler.backfill, "allocation": scenario.scheduler.allocation,
                       "heterogeneous": scenario.scheduler.heterogeneous},
@@ -129,4 +185,4 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
                      "networkx": networkx.__version__},
     })
-    return RunResult(jobs, events, summary)
+    return RunResult(jobs, events, summary, nodes, {job.job_id: job.options for job in engine.jobs}, names)

@@ -37,7 +37,8 @@ def _run_parser() -> argparse.ArgumentParser:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_non_negative_int, help="override the scenario seed")
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs (workload.jobs_limit)")
-    p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv and summary.json here")
+    p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json "
+                                                "here (docs/outputs.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
@@ -89,7 +90,8 @@ def _run(argv: list[str]) -> int:
             out = Console(width=max(100, 34 + 16 * (len(scenario.clusters) + 1)))
         out.print(metric_table(result.summary, title))
         if args.out:
-            console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, summary.json")
+            console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, nodes.csv, spells.csv, timeline.csv, "
+                          "summary.json")
     if result.partial:
         print("interrupted: partial results" + (f" written to {args.out}" if args.out else ""), file=sys.stderr)
         return 130

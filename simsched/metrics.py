@@ -15,6 +15,7 @@ import pandas as pd
 JOB_OUTPUT_COLUMNS = (
     "job_id", "submit", "start", "end", "wait", "jct", "cluster", "gpu_type", "preemptions",
     "gpus", "workers", "weight", "duration", "deadline", "gpu_seconds", "status", "reason",
+    "home_cluster", "nodes", "share", "runs",
 )  # fmt: skip
 
 
@@ -32,14 +33,21 @@ SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
     ("deadline_miss_rate", "Deadline miss rate", False, "{:.3f}"),
     ("preemptions", "Preemptions", False, "{:,.0f}"),
     ("makespan", "Makespan (s)", False, "{:,.0f}"),
-    ("objective", "Objective (Eq. 5)", False, "{:,.2f}"),
+    ("objective", "Objective", False, "{:,.2f}"),
 )
 
 
-def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
+def jobs_frame(records: Sequence, cluster_names: Sequence[str],
+               spell_nodes: Sequence[str] | None = None, runs: Sequence[int] | None = None) -> pd.DataFrame:
     """One row per job in input order; start empty (NaN) when it never started, end when it
-    did not finish (unscheduled, or still running in a partial run)."""
-    rows = {c: [] for c in JOB_OUTPUT_COLUMNS}
+    did not finish (unscheduled, or still running in a partial run).
+
+    ``spell_nodes`` and ``runs`` (per job, in record order) come from the run
+    spells (:func:`simsched.outputs.job_spell_columns`); without them ``nodes``
+    is empty and ``runs`` 0. ``share`` is the milli-GPUs per worker of the last
+    spell (0 when the job never ran).
+    """
+    rows = {c: [] for c in JOB_OUTPUT_COLUMNS if c not in ("nodes", "runs")}
     for job in records:
         done = job.status == "done"
         rows["job_id"].append(job.job_id)
@@ -59,10 +67,16 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str]) -> pd.DataFrame:
         rows["gpu_seconds"].append(job.gpu_seconds)
         rows["status"].append(job.status)
         rows["reason"].append(job.reason)
+        rows["home_cluster"].append("" if job.home_cluster is None else cluster_names[job.home_cluster])
+        rows["share"].append(job.run_share)
+    n = len(rows["job_id"])
+    rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
+    rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)
     return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS))
 
 
-def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float, float, float]) -> dict:
+def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float, float, float],
+           kind: str = "eq5", w: float = 0.5) -> dict:
     done = df[df["status"] == "done"]
     u = done["weight"].to_numpy(float)
     jct = done["jct"].to_numpy(float)
@@ -72,14 +86,16 @@ def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float,
     cq_avg = float(np.mean(u * wait)) if len(done) else 0.0
     cq_max = float(np.max(u * wait)) if len(done) else 0.0
     w1, w2, w3 = weights
+    avg_jct = float(jct.mean()) if len(done) else 0.0
+    max_wait = float(wait.max()) if len(done) else 0.0
     return {
         "jobs": int(len(df)),
         "completed": int(len(done)),
         "unscheduled": int((df["status"] == "unscheduled").sum()),
-        "avg_jct": float(jct.mean()) if len(done) else 0.0,
+        "avg_jct": avg_jct,
         "weighted_jct": float((u * jct).sum() / u.sum()) if len(done) else 0.0,
         "avg_wait": float(wait.mean()) if len(done) else 0.0,
-        "max_wait": float(wait.max()) if len(done) else 0.0,
+        "max_wait": max_wait,
         "cq_avg": cq_avg,
         "cq_max": cq_max,
         "utilization": util,
@@ -87,24 +103,28 @@ def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float,
                                      > done["deadline"].to_numpy(float)[has_deadline]).mean())
         if has_deadline.any() else 0.0,
         "preemptions": int(df["preemptions"].sum()),
-        "objective": w1 * cq_avg + w2 * cq_max + w3 * (1.0 - util),
+        "objective": (w * avg_jct + (1.0 - w) * max_wait) if kind == "eq16"
+        else w1 * cq_avg + w2 * cq_max + w3 * (1.0 - util),
     }
 
 
 def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
-              weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> dict:
+              weights: tuple[float, float, float] = (1.0, 1.0, 1.0), *, kind: str = "eq5",
+              w: float = 0.5) -> dict:
     """Every §7 metric over the whole run and per cluster (a job counts for the last cluster it ran in).
 
     Utilisation is GPU-seconds held by jobs / (GPUs x makespan), makespan = last
     end - first submit; C_q,avg and C_q,max are mean and max of weight x wait
-    over completed jobs; the objective is Eq. 5 with these three terms.
+    over completed jobs; the objective is Eq. 5 with these three terms, or with
+    ``kind = "eq16"`` Eq. 16 = w avg_jct + (1 - w) max_wait (unweighted, completed jobs).
     """
     ends = df["end"].dropna()
     makespan = float(ends.max() - df["submit"].min()) if len(ends) else 0.0
-    summary = _block(df, float(sum(cluster_gpus.values())), makespan, weights)
+    summary = _block(df, float(sum(cluster_gpus.values())), makespan, weights, kind, w)
     summary["makespan"] = makespan
     last_cluster = df["cluster"].fillna("").astype(str).str.rsplit("|", n=1).str[-1]
     summary["per_cluster"] = {
-        name: _block(df[last_cluster == name], gpus, makespan, weights) for name, gpus in cluster_gpus.items()
+        name: _block(df[last_cluster == name], gpus, makespan, weights, kind, w)
+        for name, gpus in cluster_gpus.items()
     }
     return summary

@@ -13,7 +13,8 @@ the key path and the valid choices. Keys (see docs/scenarios.md):
   synthesis; other keys go to the reader or generator, which validates them
 - ``[scheduler]`` policy, placement, backfill, allocation, heterogeneous,
   interval_s, restart_penalty_s, plus policy options
-- ``[objective]`` ``weights = [w1, w2, w3]`` (Eq. 5)
+- ``[objective]`` ``kind = "eq5"`` with ``weights = [w1, w2, w3]`` (Eq. 5), or ``kind = "eq16"``
+  with ``w`` (Eq. 16: w AvgJCT + (1 - w) MaxQT)
 - ``[instance]`` generator, seed, set, index: a generated paper fleet in place of ``[[cluster]]`` (simsched/workloads/instances.py)
 - ``[compare]`` read only by ``python -m simsched compare`` (see simsched/compare.py)
 - ``[learn]`` read only by ``python -m simsched learn`` (see simsched/evo/learn.py)
@@ -87,6 +88,21 @@ class SchedulerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ObjectiveSpec:
+    """``[objective]``: Eq. 5 with ``weights`` (default), or Eq. 16 = w AvgJCT + (1 - w) MaxQT."""
+
+    kind: str = "eq5"
+    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    w: float = 0.5
+
+    @property
+    def label(self) -> str:
+        if self.kind == "eq16":
+            return f"Eq. 16, w = {self.w:g}"
+        return "Eq. 5, weights = " + ", ".join(f"{x:g}" for x in self.weights)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSource:
     """A ``[[cluster]] from = ...`` entry, expanded when the scenario is loaded."""
 
@@ -107,6 +123,7 @@ class Scenario:
     objective_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
     digest: str = ""
     description: str = ""
+    objective: ObjectiveSpec = ObjectiveSpec()
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
                        scheduler: SchedulerSpec | None = None) -> Scenario:
@@ -161,16 +178,32 @@ def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = No
         workload_raw = {**instance.workload, **workload_raw}
     workload = _workload(Params(workload_raw, "workload", path), path, base, gpu_types)
     scheduler = _scheduler(top.sub("scheduler"), len(clusters))
-    objective = top.sub("objective")
-    weights = objective.get("weights", list, [1.0, 1.0, 1.0])
-    if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
-        raise objective.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
-    objective.finish()
+    objective = _objective(top.sub("objective"))
     top.get("compare", dict, {})  # options of `python -m simsched compare`, validated by simsched.compare
     top.get("learn", dict, {})  # options of `python -m simsched learn`, validated by simsched.evo.learn
     top.finish()
     return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,
-                    tuple(float(w) for w in weights), digest, description)
+                    objective.weights, digest, description, objective)
+
+
+OBJECTIVE_KINDS = ("eq5", "eq16")
+
+
+def _objective(p: Params) -> ObjectiveSpec:
+    kind = p.get("kind", str, "eq5", choices=OBJECTIVE_KINDS)
+    if kind == "eq5":
+        if p.has("w"):
+            raise p.error("w", 'is only used with kind = "eq16"; Eq. 5 takes weights = [w1, w2, w3]')
+        weights = p.get("weights", list, [1.0, 1.0, 1.0])
+        if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+            raise p.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
+        p.finish()
+        return ObjectiveSpec("eq5", tuple(float(w) for w in weights))
+    if p.has("weights"):
+        raise p.error("weights", 'is only used with kind = "eq5"; Eq. 16 takes w in [0, 1]')
+    w = p.get("w", float, 0.5, min_value=0.0, max_value=1.0)
+    p.finish()
+    return ObjectiveSpec("eq16", w=w)
 
 
 def _instance(top: Params, path: Path):

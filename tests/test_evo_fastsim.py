@@ -99,7 +99,8 @@ def test_random_instances_and_functions_match_the_engine(tmp_path: Path) -> None
         folder.mkdir()
         clusters, mixed = random_fleet(rng)
         scheduler = 'policy = "fifo"' + ("\nheterogeneous = true" if mixed and rng.random() < 0.7 else "")
-        path = write_scenario(folder, clusters=clusters, scheduler=scheduler,
+        extra = '[objective]\nkind = "eq16"\nw = 0.3' if case % 4 == 3 else ""
+        path = write_scenario(folder, clusters=clusters, scheduler=scheduler, extra=extra,
                               jobs=random_jobs(rng, int(rng.integers(5, 45))))
         for graph in (parse("g * d"), gp.to_graph(gp.generate(rng, primitives, 1, 5, "grow"), primitives)):
             assert_same(path, graph)

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from simsched.errors import InputError
-from simsched.evo.objective import DEFAULT_WEIGHTS, _combine, objective
+from simsched.evo.objective import DEFAULT_WEIGHTS, _combine, combine_weights, objective
 from simsched.evo.planner import (
     Plan,
     _commit,
@@ -93,11 +93,12 @@ class _Kernel(NamedTuple):
     now: float
     capacity: np.ndarray  # (P, N_max), padded with 0-capacity nodes
     template: tuple  # fixed-jobs planner state per cluster (see planner.py)
-    fixed_sums: np.ndarray  # (P, 5): sum u q, max u q, sum g d, max F, count
+    fixed_sums: np.ndarray  # (P, 5): sum u q, max u q, sum work, max F, count
     per_worker: np.ndarray  # (J, P)
     workers: np.ndarray  # (J,)
     duration: np.ndarray  # (J, P)
-    weight: np.ndarray  # (J,)
+    weight: np.ndarray  # (J,) u_j (1 under Eq. 16)
+    work: np.ndarray  # (J, P) units per job (g_j under Eq. 5, 1 under Eq. 16); times d = work
     queued: np.ndarray  # (J,)
     order: np.ndarray  # (J,) job indices by increasing f(j), ties by index
     feasible: np.ndarray  # (J, P) bool
@@ -106,7 +107,7 @@ class _Kernel(NamedTuple):
     mobile: np.ndarray  # jobs with at least two feasible clusters
     zobrist: np.ndarray  # (J,) uint64
     total_capacity: float
-    weights: np.ndarray  # (3,)
+    weights: np.ndarray  # (4,) w1..w4 of _combine
     max_items: int
     max_entries: int
 
@@ -139,6 +140,7 @@ class AllocationInstance:
     be per job, shape (J,), or per job and cluster, shape (J, P). ``allowed``
     (J, P) lets the caller forbid clusters (GPU type, home-only). ``current``
     is the cluster a job is on now (-1 if queued). It is used only to seed the EA.
+    ``kind`` is the objective (``"eq5"`` with ``weights``, or ``"eq16"`` with ``w``).
     ``feasible`` is computed: allowed, and Eq. 10 generalised: at least r_j
     workers fit in the empty cluster.
     """
@@ -154,6 +156,8 @@ class AllocationInstance:
     allowed: np.ndarray | None = None
     current: np.ndarray | None = None
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    kind: str = "eq5"
+    w: float = 0.5
     feasible: np.ndarray = field(init=False, repr=False, compare=False)
     kernel: _Kernel = field(init=False, repr=False, compare=False)
 
@@ -182,8 +186,13 @@ class AllocationInstance:
             raise InputError('"duration" must be finite and >= 0')
         if np.any(np.isnan(priority)):
             raise NanPriority('"priority" must not be NaN')
-        if len(self.weights) != 3:
-            raise InputError(f'"weights" must be (w1, w2, w3), got {self.weights!r}')
+        combined = combine_weights(self.kind, tuple(self.weights), self.w)
+        unweighted = self.kind == "eq16"
+        if unweighted:
+            weight = np.ones_like(weight)
+            work = np.ones((n_jobs, n_clusters))
+        else:
+            work = (per_worker * workers[:, None]).astype(np.float64)
         allowed = np.ones((n_jobs, n_clusters), dtype=bool)
         if self.allowed is not None:
             allowed = _as_job_cluster("allowed", self.allowed, n_jobs, n_clusters, bool)
@@ -223,12 +232,14 @@ class AllocationInstance:
             _state_from_fixed(
                 self.now, capacity[p], c.fixed_finish, usage, *(a[p] for a in template)
             )
-            uq = c.fixed_weight[running] * c.fixed_queued[running]
+            fixed_weight = np.ones_like(c.fixed_weight) if unweighted else c.fixed_weight
+            uq = fixed_weight[running] * c.fixed_queued[running]
             remaining = c.fixed_finish[running] - self.now
+            fixed_work = np.ones(int(running.sum())) if unweighted else usage[running].sum(axis=1)
             fixed_sums[p] = (
                 uq.sum(),
                 uq.max(initial=-np.inf),
-                (usage[running].sum(axis=1) * remaining).sum(),
+                (fixed_work * remaining).sum(),
                 c.fixed_finish[running].max(initial=self.now),
                 running.sum(),
             )
@@ -247,6 +258,7 @@ class AllocationInstance:
                 workers=workers,
                 duration=duration,
                 weight=weight,
+                work=np.ascontiguousarray(work),
                 queued=queued,
                 order=np.argsort(priority, kind="stable").astype(np.int64),
                 feasible=feasible,
@@ -255,7 +267,7 @@ class AllocationInstance:
                 mobile=np.nonzero(counts >= 2)[0].astype(np.int64),
                 zobrist=_splitmix64(np.arange(n_jobs, dtype=np.uint64)),
                 total_capacity=float(capacity.sum()),
-                weights=np.asarray(self.weights, dtype=np.float64),
+                weights=np.asarray(combined, dtype=np.float64),
                 max_items=max_items,
                 max_entries=max_entries,
             ),
@@ -368,7 +380,7 @@ def _reset_cluster(k: _Kernel, ws: _Workspace, p: int) -> None:
 
 @njit(cache=True)
 def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
-    """Plan cluster p with its member jobs and return (sum u q, max u q, sum g d, max F, count)."""
+    """Plan cluster p with its member jobs and return (sum u q, max u q, sum work d, max F, count)."""
     _reset_cluster(k, ws, p)
     b, f, o, en, eu, bf, c = ws.states
     sum_uq = k.fixed_sums[p, 0]
@@ -378,22 +390,22 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
     count = k.fixed_sums[p, 4]
     now = k.now
     sigma = ws.sigma[p]
+    # this cluster's state rows, taken once (not per job: a view per argument per call adds up)
+    bp, fp, op, enp, eup, bfp, cp = b[p], f[p], o[p], en[p], eu[p], bf[p], c[p]
     for i in range(ws.member_count[p]):
         j = ws.members[p, i]
         units = k.per_worker[j, p]
         r = k.workers[j]
-        t = _earliest(now, units, r, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], sigma)
+        t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
         if t == np.inf:
             return np.inf, np.inf, np.inf, np.inf, count + 1.0
         d = k.duration[j, p]
-        fin = _commit(
-            now, t, d, units, r, sigma, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], ws.nodes
-        )
+        fin = _commit(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.nodes)
         uq = k.weight[j] * (k.queued[j] + (t - now))  # Eq. 2
         sum_uq += uq
         if uq > max_uq:
             max_uq = uq
-        sum_gd += float(units * r) * d
+        sum_gd += k.work[j, p] * d
         if fin > max_f:
             max_f = fin
         count += 1.0
@@ -409,7 +421,7 @@ def _mix(key: np.uint64, p: int) -> np.uint64:
 
 @njit(cache=True)
 def _evaluate(k: _Kernel, ws: _Workspace, cache: _Cache, use_cache: bool, a: np.ndarray) -> float:
-    """Eq. 5 for assignment ``a``: plan every cluster (or reuse its cached sums) and combine."""
+    """The objective for assignment ``a``: plan every cluster (or reuse its cached sums) and combine."""
     n_clusters = k.capacity.shape[0]
     words = ws.bits.shape[1]
     for p in range(n_clusters):
@@ -495,6 +507,7 @@ def _evaluate(k: _Kernel, ws: _Workspace, cache: _Cache, use_cache: bool, a: np.
         k.weights[0],
         k.weights[1],
         k.weights[2],
+        k.weights[3],
     )
 
 
@@ -690,7 +703,7 @@ def plan_assignment(
 
 
 def objective_reference(instance: AllocationInstance, assignment: np.ndarray) -> float:
-    """Eq. 5 via :func:`plan_reference` and :func:`objective`; the kernel path must agree."""
+    """The objective (Eq. 5 or 16) via :func:`plan_reference` and :func:`objective`; the kernel path must agree."""
     a = instance.check_assignment(assignment)
     k = instance.kernel
     plans = plan_assignment(instance, a, reference=True)
@@ -712,7 +725,9 @@ def objective_reference(instance: AllocationInstance, assignment: np.ndarray) ->
         instance.now,
         *(np.concatenate(x) for x in (weight, queued, start, remaining, gpus)),
         total_capacity=k.total_capacity,
-        weights=tuple(k.weights),
+        weights=tuple(instance.weights),
+        kind=instance.kind,
+        w=instance.w,
     )
 
 

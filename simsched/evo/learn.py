@@ -218,7 +218,8 @@ def run_objective_engine(scenario_path: str, seed: int, graph_json: str, jobs: i
 
     scenario = _scenario(scenario_path)
     graph = from_json(json.loads(graph_json), "<gp individual>")
-    scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights)
+    scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights,
+                                       kind=scenario.objective.kind, w=scenario.objective.w)
     try:
         result = api.run(scenario, seed=seed, jobs=jobs, scheduler=scheduler)
     except NanPriority:
@@ -460,7 +461,8 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
     meta = {
         "learned_by": "python -m simsched learn (GP, Algorithm 3)",
         "scenario": scenario.name, "scenario_file": str(scenario_path), "scenario_sha256": scenario.digest,
-        "objective_weights": list(scenario.objective_weights), "allocation": "mct",
+        "objective_weights": list(scenario.objective_weights), "objective": scenario.objective.label,
+        "allocation": "mct",
         "fitness": "sum over the generation's training instances of objective(candidate) / objective(srsf)",
         "config": config.as_dict(),
         "training_seeds": config.training_seeds,

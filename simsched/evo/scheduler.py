@@ -15,8 +15,9 @@ case: per-group units per worker and run times differ.
 - :class:`GpOrdering` (``policy = "gp"``): a queue ordering by a priority graph.
 
 Who may move (SPEC §6): queued jobs always; a running job only under
-``evo-gp``, only if it runs outside its home cluster (running at home = not
-preemptible). A running job that stays in its group keeps its nodes; one
+``evo-gp`` with ``migrate = true`` (the default), only if it runs outside its
+home cluster (running at home = not preemptible). With ``migrate = false``
+every running job keeps its nodes, so evo-gp never preempts. A running job that stays in its group keeps its nodes; one
 assigned elsewhere is preempted (progress kept) and starts in its new group
 when the plan puts it at ``now``.
 """
@@ -64,7 +65,8 @@ class Problem:
     """One decision's planning data over the fleet's groups."""
 
     def __init__(self, view: SchedulerView, jobs: Sequence[JobView], priority: np.ndarray,
-                 weights: tuple[float, float, float], fixed: Sequence[JobView]) -> None:
+                 weights: tuple[float, float, float], fixed: Sequence[JobView], kind: str = "eq5",
+                 w: float = 0.5) -> None:
         self.view = view
         self.groups = groups_of(view)
         self.jobs = list(jobs)
@@ -91,6 +93,8 @@ class Problem:
         self.current = np.array([self.group_of_node[j.running_nodes[0]] if j.running_nodes else -1
                                  for j in self.jobs], dtype=np.int64)
         self.weights = weights
+        self.kind = kind
+        self.w = w
         self.fixed = list(fixed)
 
     def cluster_states(self, fixed: Sequence[JobView]) -> tuple[ClusterState, ...]:
@@ -120,6 +124,7 @@ class Problem:
             now=self.view.now, clusters=self.cluster_states(self.fixed), per_worker=self.per_worker,
             workers=self.workers, duration=self.duration, weight=self.weight, queued=self.queued,
             priority=self.priority, allowed=self.allowed, current=self.current, weights=self.weights,
+            kind=self.kind, w=self.w,
         )
 
     def decision(self, assignment: np.ndarray) -> Decision:
@@ -159,7 +164,8 @@ class PlannerScheduler:
                  weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
                  rng: np.random.Generator | None = None, population: int = 100, generations: int = 200,
                  mutation_rate: float = 0.1, time_budget_s: float | None = None,
-                 stagnation: int | None = None, seed_with: tuple[str, ...] = ()) -> None:
+                 stagnation: int | None = None, seed_with: tuple[str, ...] = (), migrate: bool = True,
+                 kind: str = "eq5", w: float = 0.5) -> None:
         if allocation not in ("mct", "evo"):
             raise ValueError(f"allocation must be 'mct' or 'evo', got {allocation!r}")
         if allocation == "evo" and rng is None:
@@ -168,6 +174,9 @@ class PlannerScheduler:
         self.allocation = allocation
         self.weights = weights
         self.rng = rng
+        self.migrate = migrate
+        self.kind = kind
+        self.w = w
         self.ea_options = dict(n=population, generations=generations, mutation_rate=mutation_rate,
                                time_budget_s=time_budget_s, stagnation=stagnation, seed_with=tuple(seed_with))
         self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0}
@@ -182,7 +191,7 @@ class PlannerScheduler:
         fixed: list[JobView] = []
         for job in view.running:
             home = job.home_cluster
-            if self.allocation == "evo" and home is not None and job.running_cluster != home:
+            if self.allocation == "evo" and self.migrate and home is not None and job.running_cluster != home:
                 movable.append(job)
             else:
                 fixed.append(job)
@@ -190,7 +199,7 @@ class PlannerScheduler:
             return Decision()
         jobs = queued + movable
         priority = evaluate(self.priority, features(jobs, view))
-        problem = Problem(view, jobs, priority, self.weights, fixed)
+        problem = Problem(view, jobs, priority, self.weights, fixed, self.kind, self.w)
         instance = problem.instance()
         if self.allocation == "mct" or len(jobs) == 1:
             assignment = mct_assign(instance)
@@ -257,7 +266,8 @@ class GpOrdering:
 
 def make_planner_scheduler(priority: nx.DiGraph | str, allocation: str = "mct",
                            weights: tuple[float, float, float] = (1.0, 1.0, 1.0),
-                           rng: np.random.Generator | None = None, **ea_options) -> PlannerScheduler:
+                           rng: np.random.Generator | None = None, kind: str = "eq5", w: float = 0.5,
+                           **ea_options) -> PlannerScheduler:
     """A ``mct-gp``/``evo-gp`` scheduler from a graph, a built-in name, a file or an infix expression."""
     graph = load_priority(priority) if isinstance(priority, str) else priority
-    return PlannerScheduler(graph, allocation=allocation, weights=weights, rng=rng, **ea_options)
+    return PlannerScheduler(graph, allocation=allocation, weights=weights, rng=rng, kind=kind, w=w, **ea_options)

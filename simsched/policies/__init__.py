@@ -71,7 +71,7 @@ def _priority(options, base_dir: Path):
                             "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
 
 
-def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -> Scheduler:
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective) -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -84,22 +84,34 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights) -
             time_budget_s=options.get("time_budget_s", float, None, min_value=0.0, exclusive_min=True),
             stagnation=options.get("stagnation", int, None, min_value=1),
             seed_with=tuple(options.get_list("seed_with", str, [])),
+            migrate=options.get("migrate", bool, True),
         )
         bad = [s for s in ea["seed_with"] if s not in ("mct", "current")]
         if bad:
             raise options.error("seed_with", f"unknown entry {bad[0]!r}; valid: mct, current")
+        rng = ea_rng(rng_for("optimizer"), options.get("ea_stream", int, 0, min_value=0))
+    else:
+        rng = rng_for("optimizer")
+    kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng_for("optimizer"), **ea)
+                            rng=rng, kind=kind, w=w, **ea)
+
+
+def ea_rng(optimizer: Any, k: int) -> Any:
+    """The EA's stream ``k``: 0 is the scenario's "optimizer" stream itself (today's results);
+    k >= 1 is its k-th spawned child (``Generator.spawn``), independent of stream 0 and of each other."""
+    return optimizer if k == 0 else optimizer.spawn(k)[k - 1]
 
 
 def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file: str,
-                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> Scheduler:
-    """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams."""
+                    weights: tuple[float, float, float] = (1.0, 1.0, 1.0), objective: Any = None) -> Scheduler:
+    """The scheduler a ``[scheduler]`` table asks for; ``rng_for(name)`` gives named streams.
+    ``objective`` (a :class:`~simsched.scenario.ObjectiveSpec`) selects Eq. 5 or Eq. 16 for the planners."""
     from simsched.workloads.registry import Params
 
     options = Params(spec.options, "scheduler", file)
     if spec.policy in PLANNER_POLICIES:
-        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights)
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective)
         options.finish()
         return scheduler
     if ":" in spec.policy:

@@ -1,0 +1,202 @@
+"""The output tables of a run beyond the per-job metrics: nodes, run spells, timeline (SPEC §7).
+
+Everything here is derived *after* the simulation from the engine's event log
+and the fleet, so the event loop does no extra work for it:
+
+- ``nodes``: one row per node (id, cluster, GPU type, capacity);
+- ``spells``: one row per run spell of a job (start .. finish or preemption),
+  with the nodes (one id per worker) and the milli-GPUs per worker it held;
+- ``timeline``: the state after every change: busy milli-GPUs and running
+  jobs per (cluster, GPU type), and the queue length.
+
+:data:`DTYPES` holds the column types of every CSV a run writes, and
+:func:`read_table` reads one back with exactly those types, whatever the data
+(a node list of single ids stays a string; an all-empty ``reason`` column
+stays a string). docs/outputs.md documents every column with its unit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: ``cluster`` / ``gpu_type`` of the timeline rows that hold fleet-wide totals
+ALL = "*"
+#: separates the run spells of a job in jobs.csv's ``nodes`` column; node ids inside a spell are space-separated
+SPELL_SEPARATOR = "|"
+
+EVENT_COLUMNS = ("time", "event", "job_id", "detail")
+NODE_COLUMNS = ("node", "cluster", "gpu_type", "capacity_milli")
+SPELL_COLUMNS = ("job_id", "spell", "start", "end", "end_event", "cluster", "gpu_type", "nodes", "workers",
+                 "share")
+TIMELINE_COLUMNS = ("time", "cluster", "gpu_type", "busy_milli", "running", "queued")
+
+_STR, _FLOAT, _INT = "string", "float64", "int64"
+
+#: pandas dtype of every column of every CSV a run writes (file name -> column -> dtype)
+DTYPES: dict[str, dict[str, str]] = {
+    "jobs.csv": {
+        "job_id": _STR, "submit": _FLOAT, "start": _FLOAT, "end": _FLOAT, "wait": _FLOAT, "jct": _FLOAT,
+        "cluster": _STR, "gpu_type": _STR, "preemptions": _INT, "gpus": _FLOAT, "workers": _INT,
+        "weight": _INT, "duration": _FLOAT, "deadline": _FLOAT, "gpu_seconds": _FLOAT, "status": _STR,
+        "reason": _STR, "home_cluster": _STR, "nodes": _STR, "share": _INT, "runs": _INT,
+    },
+    "events.csv": {"time": _FLOAT, "event": _STR, "job_id": _STR, "detail": _STR},
+    "nodes.csv": {"node": _INT, "cluster": _STR, "gpu_type": _STR, "capacity_milli": _INT},
+    "spells.csv": {
+        "job_id": _STR, "spell": _INT, "start": _FLOAT, "end": _FLOAT, "end_event": _STR, "cluster": _STR,
+        "gpu_type": _STR, "nodes": _STR, "workers": _INT, "share": _INT,
+    },
+    "timeline.csv": {"time": _FLOAT, "cluster": _STR, "gpu_type": _STR, "busy_milli": _INT, "running": _INT,
+                     "queued": _INT},
+}  # fmt: skip
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read one of a run's CSV files with the documented dtypes (:data:`DTYPES`, by file name).
+
+    Text columns come back as pandas ``string`` with empty cells as ``""``
+    (never NaN), numeric columns as ``float64`` (empty = NaN) or ``int64``.
+    """
+    path = Path(path)
+    schema = DTYPES.get(path.name)
+    if schema is None:
+        raise ValueError(f"{path}: not a simsched run output; known: {', '.join(DTYPES)}")
+    text_columns = [c for c, t in schema.items() if t == _STR]
+    frame = pd.read_csv(path, dtype={c: (str if t == _STR else t) for c, t in schema.items()
+                                     if t != _FLOAT},  # floats: let NaN through
+                        keep_default_na=False, na_values={c: [""] for c, t in schema.items() if t == _FLOAT})
+    for column in frame.columns:
+        if column in text_columns:
+            frame[column] = frame[column].astype("string")
+        elif schema.get(column) == _FLOAT:
+            frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def nodes_frame(node_cluster: Sequence[int], node_type: Sequence[str], node_capacity: Sequence[int],
+                cluster_names: Sequence[str]) -> pd.DataFrame:
+    """One row per node, in node-id order."""
+    return pd.DataFrame({
+        "node": np.arange(len(node_type), dtype=np.int64),
+        "cluster": [cluster_names[c] for c in node_cluster],
+        "gpu_type": list(node_type),
+        "capacity_milli": np.asarray(node_capacity, dtype=np.int64),
+    }, columns=list(NODE_COLUMNS))
+
+
+def spells_frame(events: pd.DataFrame, nodes: pd.DataFrame, share_of: Callable[[str, str, str], int]) -> pd.DataFrame:
+    """One row per run spell, in start order, from the event log.
+
+    The k-th ``start`` of a job pairs with its k-th ``finish`` or ``preempt``;
+    a spell still open (a partial run) has ``end`` NaN and ``end_event`` "".
+    ``share_of(job_id, cluster, gpu_type)`` is the milli-GPUs per worker the
+    job holds there (the engine's placement option).
+    """
+    node_cluster = nodes["cluster"].tolist()
+    node_type = nodes["gpu_type"].tolist()
+    starts: list[tuple] = []  # (job_id, spell, start, cluster, gpu_type, nodes, workers, share)
+    ends: list[float] = []
+    end_events: list[str] = []
+    open_spell: dict[str, int] = {}  # job_id -> row of its running spell
+    spell_count: dict[str, int] = {}
+    for time, kind, job_id, detail in zip(events["time"].tolist(), events["event"].tolist(),
+                                          events["job_id"].tolist(), events["detail"].tolist()):
+        if kind == "start":
+            detail = str(detail)
+            first = int(detail.split(" ", 1)[0])
+            cluster, gpu_type = node_cluster[first], node_type[first]
+            open_spell[job_id] = len(starts)
+            spell = spell_count.get(job_id, 0)
+            spell_count[job_id] = spell + 1
+            starts.append((job_id, spell, time, cluster, gpu_type, detail, detail.count(" ") + 1,
+                           share_of(job_id, cluster, gpu_type)))
+            ends.append(math.nan)
+            end_events.append("")
+        elif kind == "finish" or kind == "preempt":
+            row = open_spell.pop(job_id)
+            ends[row] = time
+            end_events[row] = kind
+    columns = dict(zip(("job_id", "spell", "start", "cluster", "gpu_type", "nodes", "workers", "share"),
+                       zip(*starts))) if starts else {}
+    columns["end"] = ends
+    columns["end_event"] = end_events
+    spells = pd.DataFrame({c: list(columns.get(c, ())) for c in SPELL_COLUMNS}, columns=list(SPELL_COLUMNS))
+    for column in ("spell", "workers", "share"):
+        spells[column] = spells[column].astype(np.int64)
+    spells["start"] = spells["start"].astype(float)
+    spells["end"] = spells["end"].astype(float)
+    return spells[list(SPELL_COLUMNS)].reset_index(drop=True)
+
+
+def job_spell_columns(job_ids: Sequence[str], spells: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """jobs.csv's ``nodes`` (spells joined by ``|``) and ``runs`` per job, in ``job_ids`` order."""
+    joined: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for job_id, nodes in zip(spells["job_id"].tolist(), spells["nodes"].tolist()):  # start order
+        before = joined.get(job_id)
+        joined[job_id] = nodes if before is None else before + SPELL_SEPARATOR + nodes
+        counts[job_id] = counts.get(job_id, 0) + 1
+    return [joined.get(j, "") for j in job_ids], np.fromiter((counts.get(j, 0) for j in job_ids), np.int64,
+                                                             count=len(job_ids))
+
+
+def timeline_frame(events: pd.DataFrame, spells: pd.DataFrame) -> pd.DataFrame:
+    """The state after every change, as rows (time, cluster, gpu_type, busy_milli, running, queued).
+
+    Rows with ``cluster == gpu_type == "*"`` (:data:`ALL`) hold fleet totals and
+    are written at every time anything changes; rows of one (cluster, GPU type)
+    at every time its busy milli-GPUs or running count changes. ``queued`` is
+    the fleet's one queue on every row. Each row's values hold until the next
+    row of the same (cluster, gpu_type). Same-time events are netted: a job
+    that arrives and is started in the same decision leaves the queue length
+    unchanged at that time.
+    """
+    kinds = events["event"].to_numpy()
+    queue_delta = np.select([kinds == "arrive", kinds == "preempt", kinds == "start", kinds == "unscheduled"],
+                            [1, 1, -1, -1], 0).astype(np.int64)
+    times = events["time"].to_numpy(float)
+    keep = queue_delta != 0
+    queue = pd.DataFrame({"time": times[keep], "queue": queue_delta[keep]})
+
+    busy = (spells["share"] * spells["workers"]).to_numpy(np.int64)
+    open_ = spells["end"].isna().to_numpy()
+    group_deltas = pd.DataFrame({
+        "time": np.concatenate([spells["start"].to_numpy(float), spells["end"].to_numpy(float)[~open_]]),
+        "cluster": np.concatenate([spells["cluster"].to_numpy(object), spells["cluster"].to_numpy(object)[~open_]]),
+        "gpu_type": np.concatenate([spells["gpu_type"].to_numpy(object),
+                                    spells["gpu_type"].to_numpy(object)[~open_]]),
+        "busy": np.concatenate([busy, -busy[~open_]]),
+        "running": np.concatenate([np.ones(len(spells), np.int64), -np.ones(int((~open_).sum()), np.int64)]),
+    })
+
+    # fleet-wide: net change per time, then running sums
+    fleet = pd.concat([group_deltas[["time", "busy", "running"]].assign(queue=0),
+                       queue.assign(busy=0, running=0)], ignore_index=True)
+    fleet = fleet.groupby("time", sort=True)[["busy", "running", "queue"]].sum()
+    fleet = fleet[(fleet != 0).any(axis=1)].cumsum()
+    queued_at = fleet["queue"]
+
+    per_group = group_deltas.groupby(["cluster", "gpu_type", "time"], sort=True)[["busy", "running"]].sum()
+    per_group = per_group[(per_group != 0).any(axis=1)]
+    per_group = per_group.groupby(level=["cluster", "gpu_type"], sort=False).cumsum().reset_index()
+    # the queue length in force at each group row's time (fleet rows exist at every change time)
+    position = np.searchsorted(queued_at.index.to_numpy(float), per_group["time"].to_numpy(float), side="right") - 1
+    queued = queued_at.to_numpy(np.int64)
+    per_group["queue"] = np.where(position >= 0, queued[np.maximum(position, 0)], 0) if len(queued) else 0
+
+    fleet = fleet.reset_index()
+    fleet["cluster"] = ALL
+    fleet["gpu_type"] = ALL
+    table = pd.concat([fleet, per_group], ignore_index=True)
+    table = table.rename(columns={"busy": "busy_milli", "queue": "queued"})
+    table["_fleet"] = table["cluster"] != ALL
+    table = table.sort_values(["time", "_fleet", "cluster", "gpu_type"], kind="stable").drop(columns="_fleet")
+    for column in ("busy_milli", "running", "queued"):
+        table[column] = table[column].astype(np.int64)
+    table["time"] = table["time"].astype(float)
+    return table[list(TIMELINE_COLUMNS)].reset_index(drop=True)
