@@ -1,8 +1,29 @@
-"""simsched: a SimPy simulator for scheduling ML training jobs on heterogeneous GPU fleets."""
+"""simsched: a SimPy simulator for scheduling ML training jobs on heterogeneous GPU fleets.
+
+The public names are loaded on first use (PEP 562), so ``import simsched`` --
+and ``python -m simsched``, which imports this package before its
+``__main__`` -- is instant and can install its signal handlers before the
+heavy libraries load (an early Ctrl-C then ends with one line, SPEC §8).
+"""
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from simsched.api import RunResult, run  # noqa: E402
-from simsched.scenario import load_scenario  # noqa: E402
-
 __all__ = ["RunResult", "load_scenario", "run", "__version__"]
+
+_LAZY = {"RunResult": "simsched.api", "run": "simsched.api", "load_scenario": "simsched.scenario"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'simsched' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

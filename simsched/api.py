@@ -15,14 +15,16 @@ import pandas as pd
 import simpy
 
 import simsched
-from simsched import outputs
+from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, Progress
+from simsched.errors import DecisionError
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
+from simsched.policies.user import UserPolicy
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
-from simsched.workloads import load_jobs
+from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
 
@@ -86,15 +88,25 @@ class RunResult:
 
     def write(self, out_dir: str | Path) -> Path:
         """Write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json into ``out_dir``
-        (columns: docs/outputs.md)."""
+        (columns: docs/outputs.md), each atomically.
+
+        A ``PARTIAL`` marker stands in the folder while it is written and stays
+        when the run was interrupted (see :mod:`simsched.atomic`).
+        """
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        self.jobs.to_csv(out / "jobs.csv", index=False)
-        self.events.to_csv(out / "events.csv", index=False)
-        self.nodes.to_csv(out / "nodes.csv", index=False)
-        self.spells.to_csv(out / "spells.csv", index=False)
-        self.timeline.to_csv(out / "timeline.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        with interrupts.deferred():
+            out.mkdir(parents=True, exist_ok=True)
+            atomic.mark_partial(out, "writing: the files here may be from an earlier run")
+            for name in ("jobs", "events", "nodes", "spells", "timeline"):
+                frame = getattr(self, name)
+                atomic.write_with(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+            atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+            if self.partial:
+                atomic.mark_partial(out, f"interrupted run: simulated until t={self.summary['simulated_until']:g} s; "
+                                    "jobs.csv has every job, unfinished ones without an end time; "
+                                    "the metrics cover finished jobs only")
+            else:
+                atomic.clear_partial(out)
         return out
 
 
@@ -113,33 +125,63 @@ class Simulation:
     engine: Engine
     skipped: dict
     started: float
+    policy_label: str | None = None  # what ran, when a scheduler object replaced the scenario's policy
+    warnings: tuple[str, ...] = ()  # said once per run (the CLI prints them; summary.json keeps them)
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
-        complete = self.engine.run(progress)
-        return collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started)
+        try:
+            complete = self.engine.run(progress)
+        except DecisionError as exc:  # a user's policy decided something invalid: bad input (SPEC §8)
+            if isinstance(self.engine.scheduler, UserPolicy):
+                raise self.engine.scheduler.rejected(exc) from exc
+            raise
+        with interrupts.deferred():  # a second Ctrl-C must not lose what was simulated
+            result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
+                             policy_label=self.policy_label)
+        result.summary["warnings"] = list(self.warnings)
+        return result
 
 
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
-        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | None = None) -> RunResult:
+        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | str | None = None) -> RunResult:
     """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results.
 
-    ``scheduler`` replaces the scenario's ``[scheduler]`` policy with a ready object
+    ``scheduler`` replaces the scenario's ``[scheduler]`` policy: a name (``"sjf"``,
+    ``"my_policy.py:MyPolicy"``, checked like ``scheduler.policy``) or a ready object
     (GP learning runs candidate priority functions this way); placement options
-    such as ``heterogeneous`` still come from the scenario.
+    such as ``heterogeneous`` still come from the scenario. The summary records
+    the scheduler that ran.
     """
     return simulation(scenario, seed=seed, jobs=jobs, scheduler=scheduler).run(progress)
 
 
+def scheduler_label(scheduler: object) -> str:
+    """How a scheduler object is named in summaries: its ``name`` attribute, else its class."""
+    name = getattr(scheduler, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    cls = type(scheduler)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
-               jobs: int | None = None, scheduler: Scheduler | None = None) -> Simulation:
+               jobs: int | None = None, scheduler: Scheduler | str | None = None) -> Simulation:
     """Load and validate everything a run needs (all input errors surface here)."""
+    from simsched.policies import resolve_policy_ref
+
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     scenario = scenario.with_overrides(seed=seed, jobs=jobs)
+    if isinstance(scheduler, str):
+        scenario = scenario.with_scheduler_keys({"policy": resolve_policy_ref(scheduler, scenario.path)},
+                                                "simsched.run(scheduler=...)")
+        scheduler = None
+    label = None if scheduler is None else scheduler_label(scheduler)
     wall = time.perf_counter()
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)
     spec = scenario.scheduler
+    warnings = tuple(w for w in (untyped_warning(table, spec.heterogeneous),) if w)
     # jobs may run only in their home cluster when the allocation is "home"; a scheduler
     # object given here says so with a true `restrict_to_home` attribute
     restrict = effective_allocation(spec) == "home" if scheduler is None else bool(
@@ -148,16 +190,30 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
         scheduler = build_scheduler(spec, base_dir=scenario.path.resolve().parent,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
                                     weights=scenario.objective_weights, objective=scenario.objective)
+    _check_rounds(scenario, fleet, specs, spec.interval_s or getattr(scheduler, "interval_s", None))
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))
-    return Simulation(scenario, engine, skipped, wall)
+    return Simulation(scenario, engine, skipped, wall, label, warnings)
 
 
-def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float) -> RunResult:
+def _check_rounds(scenario: Scenario, fleet: Fleet, specs, interval: float | None) -> None:
+    """Periodic rounds every ``interval`` s over the time the jobs need must stay countable."""
+    if not interval or not specs:
+        return
+    speeds = [t.speedup for t in fleet.gpu_types.values() if t.speedup > 0]
+    fastest = max(speeds) / min(speeds) if speeds else 1.0  # the largest speed factor any job can get
+    span = max(job.submit + job.duration / fastest for job in specs)
+    limits.check_steps(f"{scenario.path}: scheduler.interval_s = {interval:g}", "periodic decision rounds",
+                       span / interval, limit=1e8,
+                       hint=f"the jobs need at least {span:,.0f} s of simulated time; use a larger interval_s")
+
+
+def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,
+            policy_label: str | None = None) -> RunResult:
     names = engine.fleet.cluster_names
     events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
     state = engine.fleet_state
@@ -173,9 +229,10 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
         "seed": scenario.seed,
         "objective_spec": {"kind": objective.kind, "weights": list(objective.weights), "w": objective.w,
                            "label": objective.label},
-        "scheduler": {"policy": scenario.scheduler.policy, "placement": scenario.scheduler.placement,
+        "scheduler": {"policy": policy_label or scenario.scheduler.policy, "placement": scenario.scheduler.placement,
                       "backfill": scenario.scheduler.backfill, "allocation": scenario.scheduler.allocation,
                       "heterogeneous": scenario.scheduler.heterogeneous},
+        "overrides": dict(scenario.overrides),
         "partial": not complete,
         "simulated_until": float(engine.env.now),
         "decisions": engine.decisions,

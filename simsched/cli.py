@@ -1,7 +1,12 @@
 """Command line (SPEC §8): ``python -m simsched SCENARIO.toml [flags]`` and subcommands.
 
-Exit codes: 0 ok, 2 bad input (one line naming file/key and what is valid),
-1 internal error. Ctrl-C writes what was finished, marked partial.
+Exit codes (SPEC §8): 0 ok, 2 bad input (one line naming the file, key, line
+or flag and what is valid; a user policy's failures name its file:line),
+1 internal error, 130 interrupted (SIGINT), 143 terminated (SIGTERM). An
+interrupt keeps what was finished: outputs are written atomically and are
+complete or marked partial. ``--debug`` (any position, every subcommand)
+shows the traceback behind an error. :func:`main` is the one guard every
+subcommand runs under.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ import json
 import sys
 from pathlib import Path
 
+from simsched import interrupts
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import add_plot_flags as _add_plot_flags
+from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError, SimschedError
@@ -23,6 +31,9 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "simsched.cli:_validate",
     "compare": "simsched.cli:_compare",
     "learn": "simsched.learn_cli:learn_command",
+    "rl": "simsched.rl.cli:rl_command",
+    "experiment": "simsched.experiment.cli:experiment_command",
+    "plot": "simsched.plots.cli:plot_command",
 }
 
 
@@ -36,11 +47,22 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_non_negative_int, help="override the scenario seed")
-    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--jobs", "--jobs-limit", dest="jobs", type=_positive_int, metavar="N",
+                   help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--gpus-limit", type=_positive_int, metavar="N",
+                   help="keep the first N nodes of every GPU type (the course's --gpus_limit, which counts "
+                        "machines per type)")
+    p.add_argument("--policy", help="scheduler.policy: a built-in name or my_policy.py:MyPolicy")
+    p.add_argument("--placement", help="scheduler.placement (first_fit, best_fit, ...)")
+    p.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.backfill: start jobs behind one that does not fit")
+    p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.heterogeneous: let jobs run on other GPU types")
     p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json "
                                                 "here (docs/outputs.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    _add_plot_flags(p)
 
 
 def _subcommand(name: str):
@@ -49,31 +71,63 @@ def _subcommand(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; every failure ends as one line on stderr and an exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     try:
+        interrupts.install()
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
         return _run(argv)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc, f"error: {_one_line(exc)}", 2, debug)
     except SimschedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc, f"error: {_one_line(exc)}", 1, debug)
+    except KeyboardInterrupt as exc:
+        code = interrupts.exit_code(exc)
+        return _fail(exc, f"{'terminated' if code == 143 else 'interrupted'}: stopped before any output "
+                     "was written", code, debug)
+    except RecursionError as exc:  # deep input that slipped past validation: still one line
+        return _fail(exc, "error: input nested too deeply (RecursionError); --debug shows where", 2, debug)
+    except MemoryError as exc:
+        return _fail(exc, "error: out of memory; use a smaller workload or fleet (--debug shows where)", 2, debug)
+    except Exception as exc:  # noqa: BLE001 - the last guard: a bug, reported on one line
+        return _fail(exc, f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+                     "(a bug in simsched; --debug shows the traceback)", 1, debug)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
+    if debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    print(line, file=sys.stderr)
+    return code
 
 
 def _run(argv: list[str]) -> int:
     from rich.console import Console
 
     from simsched.api import simulation
+    from simsched.atomic import check_out_dir
     from simsched.report import LiveProgress, metric_table
     from simsched.scenario import load_scenario
 
     args = _run_parser().parse_args(argv)
-    scenario = load_scenario(args.scenario)
+    if args.out:
+        check_out_dir(args.out)
+    scenario = _with_flags(load_scenario(args.scenario), args)
+    pictures = _check_plot_flags(args, "python -m simsched")
     console = Console(stderr=True)
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
+    for warning in ready.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False)
     if quiet:
         result = ready.run()
     else:
@@ -81,35 +135,77 @@ def _run(argv: list[str]) -> int:
             result = ready.run(progress=live)
     if args.out:
         result.write(args.out)
-    if args.json:
-        print(json.dumps(result.summary, indent=2, sort_keys=True))
-    elif not args.quiet:
-        title = f"{scenario.name}: {scenario.scheduler.policy} (seed {result.summary['seed']})"
-        out = Console()
-        if not out.is_terminal:  # a file or pipe: wide enough for one column per cluster
-            out = Console(width=max(100, 34 + 16 * (len(scenario.clusters) + 1)))
-        out.print(metric_table(result.summary, title))
-        if args.out:
-            console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, nodes.csv, spells.csv, timeline.csv, "
-                          "summary.json")
-    if result.partial:
-        print("interrupted: partial results" + (f" written to {args.out}" if args.out else ""), file=sys.stderr)
-        return 130
+    if pictures and not result.partial:
+        from simsched.plots.cli import draw
+
+        drawn = draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
+        if not quiet:
+            console.print("wrote " + ", ".join(str(p) for p in drawn))
+    with interrupts.deferred():
+        if args.json:
+            print(json.dumps(result.summary, indent=2, sort_keys=True))
+        elif not args.quiet:
+            title = f"{scenario.name}: {scenario.scheduler.policy} (seed {result.summary['seed']})"
+            if result.partial:
+                title += f" -- PARTIAL, interrupted at t={result.summary['simulated_until']:,.0f} s"
+            out = Console()
+            if not out.is_terminal:  # a file or pipe: wide enough for one column per cluster
+                out = Console(width=max(100, 34 + 16 * (len(scenario.clusters) + 1)))
+            out.print(metric_table(result.summary, title))
+            if args.out:
+                console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, nodes.csv, spells.csv, "
+                              "timeline.csv, summary.json")
+    if result.partial or interrupts.received():
+        code = interrupts.exit_code()
+        what = "terminated" if code == 143 else "interrupted"
+        if result.partial:
+            where = f" written to {args.out} (marked PARTIAL)" if args.out else " (use --out DIR to keep them)"
+            print(f"{what}: partial results{where}", file=sys.stderr)
+        else:
+            print(f"{what}: the run had finished; outputs are complete", file=sys.stderr)
+        return code
     return 0
 
 
+def _with_flags(scenario, args: argparse.Namespace):
+    """Apply the single-run flags that replace scenario keys; each is checked like its
+    TOML key and recorded in ``summary.json`` under ``overrides``."""
+    from dataclasses import replace
+
+    from simsched.policies import resolve_policy_ref
+
+    for flag, key in (("policy", "policy"), ("placement", "placement"), ("backfill", "backfill"),
+                      ("heterogeneous", "heterogeneous")):
+        value = getattr(args, flag)
+        if value is not None:
+            if key == "policy":
+                value = resolve_policy_ref(value, scenario.path)
+            scenario = scenario.with_scheduler_keys({key: value}, f"--{flag}")
+    recorded = {}
+    if args.jobs is not None:
+        recorded["jobs_limit"] = args.jobs
+    if args.gpus_limit is not None:
+        scenario = scenario.with_overrides(gpus_limit=args.gpus_limit)
+        recorded["gpus_limit"] = args.gpus_limit
+    return replace(scenario, overrides={**scenario.overrides, **recorded}) if recorded else scenario
+
+
 def _validate(argv: list[str]) -> int:
-    """Check a scenario and its workload without simulating."""
-    from simsched.api import prepare
+    """Check a scenario, its workload and its scheduler without simulating: everything a run
+    checks (the run is built up to its first event), with the same warnings."""
+    from simsched.api import simulation
     from simsched.scenario import load_scenario
 
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
     args = p.parse_args(argv)
-    scenario = load_scenario(args.scenario)
-    fleet, table, skipped = prepare(scenario)
+    ready = simulation(load_scenario(args.scenario))
+    fleet = ready.engine.fleet
+    for warning in ready.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
-          f"{fleet.total_gpus} GPUs; {len(table)} jobs; {skipped['skipped']} rows skipped")
+          f"{fleet.total_gpus} GPUs; {len(ready.engine.jobs)} jobs; {ready.skipped['skipped']} rows skipped; "
+          f"policy {ready.scenario.scheduler.policy}")
     return 0
 
 
@@ -118,9 +214,17 @@ def _compare(argv: list[str]) -> int:
     import os
 
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from simsched.compare import compare_spec, rich_tables, run_compare
+    from simsched.atomic import check_out_dir
+    from simsched.compare import (
+        CompareInterrupted,
+        compare_spec,
+        rich_tables,
+        run_compare,
+        write_partial,
+    )
+    from simsched.interrupts import exit_code
 
     p = _Parser(prog="python -m simsched compare",
                 description="Compare schedulers on a scenario over several seeds (and [compare] instances).")
@@ -137,7 +241,20 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted comparison in --out DIR (reuses its finished runs)")
+    p.add_argument("--keep-jobs", action="store_true",
+                   help="also write every run's per-job table (OUT/jobs/NNN.csv, index.csv); --plots draws "
+                        "every scheduler's JCT CDF from them")
+    _add_plot_flags(p)
     args = p.parse_args(argv)
+    pictures = _check_plot_flags(args, "python -m simsched compare")
+    if args.keep_jobs and not args.out:
+        raise InputError("python -m simsched compare: --keep-jobs needs --out")
+    if args.resume and not args.out:
+        raise InputError("python -m simsched compare: --resume needs --out DIR (the interrupted comparison's folder)")
+    if args.out:
+        check_out_dir(args.out)
     schedulers = None
     if args.schedulers is not None:
         schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
@@ -145,14 +262,35 @@ def _compare(argv: list[str]) -> int:
             raise InputError("python -m simsched compare: --schedulers: give at least one name")
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by)
-    where = dict(workers=args.workers, executor=args.executor, address=args.address)
-    if args.quiet:
-        result = run_compare(spec, **where)
-    else:
-        with Progress(console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("runs", total=None)
-            result = run_compare(spec, **where,
-                                 progress=lambda done, total: bar.update(task, completed=done, total=total))
+    where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs,
+                 out=args.out, resume=args.resume)
+    try:
+        if args.quiet:
+            result = run_compare(spec, **where)
+        else:
+            with Progress(TextColumn("[bold]compare"), BarColumn(), TextColumn("{task.fields[detail]}"),
+                          TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("runs", total=None, detail="")
+
+                def show(snap) -> None:
+                    left = "" if snap.left_s is None else f"  about {snap.left_s:,.0f} s left"
+                    running = ", ".join(snap.running[:3]) + (" ..." if len(snap.running) > 3 else "")
+                    bar.update(task, completed=snap.done, total=snap.total,
+                               detail=f"{snap.done}/{snap.total} runs finished{left}  running: {running or '-'}")
+
+                result = run_compare(spec, **where, progress=show)
+    except CompareInterrupted as exc:
+        code = exit_code(exc)
+        what = "terminated" if code == 143 else "interrupted"
+        if args.out:
+            command = "python -m simsched compare " + " ".join(a for a in argv if a not in ("--resume", "--debug"))
+            write_partial(args.out, exc, command)
+            print(f"{what}: {len(exc.rows)} of {exc.total} runs finished, kept in {args.out} (marked PARTIAL, "
+                  "nothing ranked); continue with --resume", file=sys.stderr)
+        else:
+            print(f"{what}: {len(exc.rows)} of {exc.total} runs finished; nothing ranked "
+                  "(give --out DIR to keep finished runs and --resume later)", file=sys.stderr)
+        return code
     if not args.quiet:
         console = Console()
         if not console.is_terminal:
@@ -161,6 +299,10 @@ def _compare(argv: list[str]) -> int:
             console.print(table)
     if args.out:
         paths = result.write(args.out)
+        if pictures:
+            from simsched.plots.cli import draw
+
+            paths += draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
         if not args.quiet:
             print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return 0

@@ -19,7 +19,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    value = non_negative_int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value
@@ -33,3 +36,25 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
+
+
+def add_plot_flags(p: argparse.ArgumentParser) -> None:
+    """``--plots``, ``--report`` and ``--plot-format`` (drawn by simsched.plots after the outputs are written)."""
+    p.add_argument("--plots", action="store_true",
+                   help="also draw the figures into OUT/plots/ (needs pip install -e '.[plots]')")
+    p.add_argument("--report", action="store_true",
+                   help="also write a self-contained OUT/report.html (figures inline as SVG, metric tables)")
+    p.add_argument("--plot-format", choices=("png", "svg"), default="png", help="figure file format (default png)")
+
+
+def check_plot_flags(args: argparse.Namespace, prog: str) -> bool:
+    """True when figures or a report are asked for; checks --out is given and matplotlib is there
+    before any work starts (so nothing is computed only to fail at the end)."""
+    if not (args.plots or args.report):
+        return False
+    if not getattr(args, "out", None):
+        raise InputError(f"{prog}: --plots and --report need --out (they draw from the files written there)")
+    from simsched.plots import require
+
+    require()
+    return True

@@ -22,22 +22,36 @@ Runs go to local processes (:class:`simsched.parallel.TaskRunner`); each task ca
 the scenario path and overrides, and results are put back in task order, so
 a parallel run equals a serial one. :func:`run_compare` returns data frames;
 the rendering helpers at the bottom are the report layer (only they import rich).
+
+Interruptions (SPEC §8): an interrupted simulation never becomes a row (its
+task raises instead). With an output folder, every finished run is appended
+to ``compare_runs.partial.jsonl`` as it finishes; an interrupt leaves
+``compare_runs.csv`` with the finished runs, no ranked tables, and a
+``PARTIAL`` marker; ``--resume`` reuses the journal's runs (if the scenario
+files and settings are unchanged) and runs only the rest, to the same result
+as an uninterrupted comparison.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from simsched import atomic
 from simsched.errors import InputError
+from simsched.interrupts import Interrupted
 from simsched.metrics import SUMMARY_METRICS
 from simsched.parallel import TaskRunner
+from simsched.policies import resolve_policy_ref
 from simsched.scenario import Scenario, load_scenario, read_toml
 from simsched.workloads.registry import Params
 
@@ -68,8 +82,9 @@ class RunTask:
     instance_name: str
     seed: int
     scheduler: str
-    options: dict[str, Any] | None  # None: keep the instance's own [scheduler] options
+    options: dict[str, Any]  # [scheduler] keys to replace (policy first), see _options_for
     jobs: int | None
+    keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
 
 
 @dataclass
@@ -80,16 +95,114 @@ class CompareResult:
     runs: pd.DataFrame  # one row per (instance, seed, scheduler): metrics + rank
     table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
     ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
+    jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
 
     def write(self, out_dir: str | Path) -> list[Path]:
-        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md."""
+        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically)."""
+        from simsched import interrupts
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         paths = [out / "compare.csv", out / "compare_runs.csv", out / "compare.md"]
-        self.table.to_csv(paths[0], index=False)
-        self.runs.to_csv(paths[1], index=False)
-        paths[2].write_text(to_markdown(self))
+        with interrupts.deferred():
+            out.mkdir(parents=True, exist_ok=True)
+            atomic.mark_partial(out, "writing: the files here may be from an earlier comparison")
+            atomic.write_with(paths[0], lambda tmp: self.table.to_csv(tmp, index=False))
+            atomic.write_with(paths[1], lambda tmp: self.runs.to_csv(tmp, index=False))
+            atomic.write_text(paths[2], to_markdown(self))
+            if self.jobs is not None:
+                paths.append(self._write_jobs(out / "jobs"))
+            atomic.clear_partial(out)
+            journal_path(out).unlink(missing_ok=True)
         return paths
+
+    def _write_jobs(self, folder: Path) -> Path:
+        """jobs/NNN.csv per run (jobs.csv columns) and jobs/index.csv naming each file's instance, seed and
+        scheduler (file names are run numbers: scheduler names may hold characters paths cannot)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        width = len(str(len(self.jobs)))
+        files = []
+        for number, table in enumerate(self.jobs):
+            name = f"{number:0{width}d}.csv"
+            atomic.write_with(folder / name, lambda tmp, table=table: table.to_csv(tmp, index=False))
+            files.append(name)
+        index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
+        atomic.write_with(folder / "index.csv", lambda tmp: index.to_csv(tmp, index=False))
+        return folder / "index.csv"
+
+
+class CompareInterrupted(Interrupted):
+    """A comparison stopped by SIGINT/SIGTERM; ``rows`` are the runs that finished (task order)."""
+
+    def __init__(self, signum: int, rows: list[dict[str, Any]], total: int) -> None:
+        super().__init__(signum)
+        self.rows = rows
+        self.total = total
+
+
+JOURNAL = "compare_runs.partial.jsonl"
+
+
+def journal_path(out_dir: str | Path) -> Path:
+    return Path(out_dir) / JOURNAL
+
+
+def _fingerprint(spec: CompareSpec) -> str:
+    """What the runs depend on: scenario files' bytes and every setting but ``rank_by``."""
+    data = {"instances": [[str(p.resolve()), hashlib.sha256(p.read_bytes()).hexdigest()] for p in spec.instances],
+            "schedulers": list(spec.schedulers), "seeds": spec.seeds, "jobs": spec.jobs, "options": spec.options}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _task_key(task: RunTask) -> list:
+    return [task.instance_name, task.seed, task.scheduler]
+
+
+class _Journal:
+    """Finished runs, one JSON line each, appended as they finish (thread-safe: pool callbacks)."""
+
+    def __init__(self, path: Path, spec: CompareSpec, tasks: list[RunTask], resume: bool) -> None:
+        self.path = path
+        self.tasks = tasks
+        self.lock = threading.Lock()
+        self.rows: dict[int, dict[str, Any]] = {}
+        fingerprint = _fingerprint(spec)
+        if resume and path.is_file():
+            self._read(fingerprint)
+        elif resume:
+            raise InputError(f"compare --resume: no journal {path} to resume from (run without --resume)")
+        lines = [json.dumps({"format": "simsched-compare-journal", "fingerprint": fingerprint})]
+        lines += [json.dumps({"index": i, "task": _task_key(tasks[i]), "row": row}) for i, row in self.rows.items()]
+        atomic.write_text(path, "\n".join(lines) + "\n")
+
+    def _read(self, fingerprint: str) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            header = json.loads(lines[0]) if lines else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{self.path}: not a readable compare journal ({exc}); delete it to start over") from None
+        if header.get("format") != "simsched-compare-journal":
+            raise InputError(f"{self.path}: not a compare journal; delete it to start over")
+        if header.get("fingerprint") != fingerprint:
+            raise InputError(f"{self.path}: made by a comparison with other scenario files or settings; "
+                             "use the same ones, or delete it to start over")
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                entry = json.loads(line)
+                index = int(entry["index"])
+                if entry["task"] != _task_key(self.tasks[index]):
+                    raise ValueError("task does not match")
+                self.rows[index] = dict(entry["row"])
+            except (ValueError, KeyError, IndexError, TypeError):
+                if number == len(lines):  # a last line cut off by a hard kill: that run is simply redone
+                    continue
+                raise InputError(f"{self.path}:{number}: damaged journal line; delete the file to start over") from None
+
+    def add(self, index: int, row: dict[str, Any]) -> None:
+        with self.lock:
+            self.rows[index] = row
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"index": index, "task": _task_key(self.tasks[index]), "row": row}) + "\n")
+                fh.flush()
 
 
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
@@ -116,8 +229,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         raise InputError(f"{path}: compare: no schedulers to compare")
     if len(set(chosen)) != len(chosen):
         raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
-    resolved = tuple(_resolve_user_policy(name, path) for name in chosen)
-    _check_names(resolved, path)
+    resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
+    _check_names(resolved, path, options)
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
                        rank_by or own_rank_by, jobs, options)
     if spec.rank_by not in METRIC_KEYS:
@@ -126,24 +239,15 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     return spec
 
 
-def _resolve_user_policy(name: str, scenario: Path) -> str:
-    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
-    where, sep, cls = name.rpartition(":")
-    if not sep or not where.endswith(".py") or Path(where).is_absolute():
-        return name
-    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
-        return name
-    return f"{Path(where).resolve()}:{cls}"
-
-
-def _check_names(names: Sequence[str], path: Path) -> None:
+def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, Any]]) -> None:
     from simsched.policies import policy_names
 
     valid = policy_names()
     for name in names:
-        if ":" not in name and name not in valid:
+        if ":" not in name and name not in valid and "policy" not in options.get(name, {}):
             raise InputError(f"{path}: compare: unknown scheduler {name!r}; valid: {', '.join(valid)}, "
-                             "or 'my_policy.py:MyPolicy'")
+                             "'my_policy.py:MyPolicy', or a label with a [compare.options.LABEL] table "
+                             "that sets policy")
 
 
 def _check_builds(spec: CompareSpec) -> None:
@@ -156,22 +260,30 @@ def _check_builds(spec: CompareSpec) -> None:
         for name in spec.schedulers:
             variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
             build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
-                            rng_for=lambda n, s=variant.seed: stream(s, n), file=str(instance))
+                            rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
 
 
-def _options_for(spec: CompareSpec, scenario: Scenario, name: str) -> dict[str, Any] | None:
-    if name == scenario.scheduler.policy:
-        return None
-    return dict(spec.options.get(name, {}))
+def _source(path: Path, name: str) -> str:
+    return f"{path} [compare.options.{name}]"
 
 
-def _with_scheduler(scenario: Scenario, name: str, options: dict[str, Any] | None) -> Scenario:
-    scheduler = replace(scenario.scheduler, policy=name,
-                        options=scenario.scheduler.options if options is None else options)
-    return scenario.with_overrides(scheduler=scheduler)
+def _options_for(spec: CompareSpec, scenario: Scenario, name: str) -> dict[str, Any]:
+    """The ``[scheduler]`` keys scheduler ``name`` runs with: ``policy`` (the name itself
+    unless its options table sets one), then its ``[compare.options.NAME]`` keys, which may
+    be any ``[scheduler]`` key (placement, backfill, allocation, heterogeneous, ...). The
+    instance's common keys always apply; its policy options only when the policy is its own."""
+    table = dict(spec.options.get(name, {}))
+    policy = table.pop("policy", name)
+    if isinstance(policy, str):
+        policy = resolve_policy_ref(policy, spec.scenario)
+    return {"policy": policy, **table}
 
 
-def plan(spec: CompareSpec) -> list[RunTask]:
+def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> Scenario:
+    return scenario.with_scheduler_keys(changes, _source(scenario.path, name))
+
+
+def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
     """Every run, in the fixed order results are reported in: instance, seed, scheduler."""
     tasks = []
     for instance in spec.instances:
@@ -179,7 +291,8 @@ def plan(spec: CompareSpec) -> list[RunTask]:
         label = scenario.name if len(spec.instances) == 1 else f"{scenario.name}({instance.name})"
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
-                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs))
+                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
+                                     keep_jobs))
     return tasks
 
 
@@ -188,25 +301,112 @@ def run_task(task: RunTask) -> dict[str, Any]:
     from simsched.api import run
 
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
-    summary = run(scenario, seed=task.seed, jobs=task.jobs).summary
+    result = run(scenario, seed=task.seed, jobs=task.jobs)
+    if result.partial:  # interrupted (in this process): never a row of the table
+        from simsched import interrupts
+
+        raise Interrupted(interrupts.received() or 2)
+    summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
-    row.update({key: summary[key] for key in METRIC_KEYS})
+    row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
+    if task.keep_jobs:
+        row["_jobs"] = result.jobs
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class CompareProgress:
+    """A snapshot for progress displays: runs finished, which are running, a time-left estimate."""
+
+    done: int
+    total: int
+    running: tuple[str, ...]  # "scheduler seed N" of the runs started and not finished
+    elapsed_s: float
+
+    @property
+    def left_s(self) -> float | None:
+        """Elapsed time per finished run x runs left (workers included, since elapsed is wall time);
+        None until a run has finished."""
+        if self.done == 0:
+            return None
+        return self.elapsed_s / self.done * (self.total - self.done)
 
 
 def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str = "local",
                 address: str | None = None,
-                progress: Callable[[int, int], None] | None = None) -> CompareResult:
+                progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False,
+                out: str | Path | None = None, resume: bool = False) -> CompareResult:
     """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
 
     Results come back in task order whatever the executor, so they equal a serial run.
+    ``keep_jobs`` keeps every run's per-job table (``CompareResult.jobs``).
+    With ``out``, finished runs are journalled there as they finish; ``resume``
+    reuses them. An interrupt raises :class:`CompareInterrupted` with the finished rows.
     """
-    tasks = plan(spec)
-    workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
-    on_result = (lambda done: progress(done, len(tasks))) if progress else None
-    with TaskRunner(executor, workers, address) as runner:
-        rows = runner.map(run_task, [(task,) for task in tasks], on_result)
-    return tabulate(spec, pd.DataFrame(rows))
+    import time
+
+    if resume and keep_jobs:
+        raise InputError("compare: --resume cannot be combined with --keep-jobs (the journal keeps metrics, "
+                         "not per-job tables); resume without --keep-jobs, or start over")
+    tasks = plan(spec, keep_jobs)
+    journal = _Journal(journal_path(out), spec, tasks, resume) if out is not None else None
+    done = dict(journal.rows) if journal else {}
+    todo = [i for i in range(len(tasks)) if i not in done]
+    workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+    started = time.perf_counter()
+    finished: dict[int, dict[str, Any]] = {}
+    completed: set[int] = set(done)
+
+    def running() -> tuple[str, ...]:
+        # the executors start tasks in order, at most `workers` at a time
+        waiting = [tasks[i] for i in todo if i not in completed][:workers]
+        return tuple(f"{t.scheduler} seed {t.seed}" for t in waiting)
+
+    def on_task(position: int) -> None:
+        completed.add(todo[position])
+        progress(CompareProgress(len(completed), len(tasks), running(), time.perf_counter() - started))
+
+    def keep(position: int, row: dict[str, Any]) -> None:
+        finished[todo[position]] = row
+        if journal is not None:
+            journal.add(todo[position], {k: v for k, v in row.items() if k != "_jobs"})
+
+    if progress is not None:
+        progress(CompareProgress(len(completed), len(tasks), running(), 0.0))
+    try:
+        with TaskRunner(executor, workers, address) as runner:
+            results = runner.map(run_task, [(tasks[i],) for i in todo], on_task=on_task if progress else None,
+                                 on_each=keep)
+    except KeyboardInterrupt as exc:
+        from simsched import interrupts
+
+        rows = {**done, **finished}
+        kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+        raise CompareInterrupted(getattr(exc, "signum", None) or interrupts.received() or 2,
+                                 kept, len(tasks)) from None
+    merged = {**done, **dict(zip(todo, results))}
+    rows = [merged[i] for i in range(len(tasks))]
+    jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
+    result = tabulate(spec, pd.DataFrame(rows))
+    result.jobs = jobs
+    return result
+
+
+def write_partial(out_dir: str | Path, exc: CompareInterrupted, command: str) -> Path:
+    """Keep the finished runs of an interrupted comparison: compare_runs.csv and a PARTIAL marker."""
+    from simsched import interrupts
+
+    out = Path(out_dir)
+    with interrupts.deferred():
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.mark_partial(out, f"interrupted comparison: {len(exc.rows)} of {exc.total} runs finished; "
+                            f"compare_runs.csv lists them and nothing is ranked; continue with: {command} --resume")
+        for stale in ("compare.csv", "compare.md"):  # an earlier comparison's tables would mislead
+            (out / stale).unlink(missing_ok=True)
+        columns = ["instance", "seed", "scheduler", *METRIC_KEYS]
+        atomic.write_with(out / "compare_runs.csv",
+                          lambda tmp: pd.DataFrame(exc.rows, columns=columns).to_csv(tmp, index=False))
+    return out
 
 
 def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
@@ -239,6 +439,8 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
 
 # -- rendering (report layer) ---------------------------------------------------------------
 def _fmt(key: str, value: float) -> str:
+    if value != value:  # NaN: the metric is n/a (e.g. deadline miss rate without deadlines)
+        return "n/a"
     if key in ("completed", "unscheduled", "preemptions"):
         return f"{value:,.1f}" if value != int(value) else f"{int(value):,d}"
     if key in ("utilization", "deadline_miss_rate"):
@@ -250,12 +452,26 @@ def _cell(row) -> str:
     return f"{_fmt(row.metric, row.mean)} ± {_fmt(row.metric, row.std)}"
 
 
+def seed_note(spec: CompareSpec) -> str:
+    """What the seeds vary when an instance reads a trace: only synthesised fields, not the jobs."""
+    traces = [load_scenario(path).workload for path in spec.instances]
+    traces = [w for w in traces if w.source != "synthetic"]
+    if not traces or spec.seeds == 1:
+        return ""
+    fields = [name for name, on in (("deadlines", any(w.synthesize_deadline for w in traces)),
+                                    ("weights", any(w.synthesize_weight for w in traces))) if on]
+    varied = " and ".join(f"the synthesised {f}" for f in fields) if fields else "nothing in the jobs"
+    return (f"on a trace the jobs are the same for every seed: seeds change only {varied} "
+            "(and the policies' own random streams)")
+
+
 def _title(result: CompareResult) -> str:
     spec = result.spec
     cases = result.runs[["instance", "seed"]].drop_duplicates().shape[0]
     instances = len(spec.instances)
+    note = seed_note(spec)
     return (f"{load_scenario(spec.scenario).name}: mean ± std over {cases} case(s) "
-            f"({instances} instance(s) x {spec.seeds} seed(s))")
+            f"({instances} instance(s) x {spec.seeds} seed(s))" + (f"; {note}" if note else ""))
 
 
 def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]:
@@ -264,7 +480,7 @@ def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]
     cells = []
     for name in result.spec.schedulers:
         row = rows.loc[name]
-        text = f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
+        text = "n/a" if row["mean"] != row["mean"] else f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
         cells.append(best_style.format(text) if row["best"] else text)
     return cells
 
@@ -272,7 +488,8 @@ def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]
 def to_markdown(result: CompareResult) -> str:
     """Both tables as Markdown; the best mean of each metric in bold."""
     order = list(result.spec.schedulers)
-    lines = [f"## {_title(result)}", "", "| Metric | " + " | ".join(f"`{n}`" for n in order) + " |",
+    note = seed_note(result.spec)
+    lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else []) + ["| Metric | " + " | ".join(f"`{n}`" for n in order) + " |",
              "|---|" + "---:|" * len(order)]
     for key, label, _ in METRICS:
         cells = _metric_cells(result, key, "**{}**")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
+from simsched.atomic import check_out_file
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import add_plot_flags as _add_plot_flags
+from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError
@@ -34,6 +36,10 @@ def _parser() -> _Parser:
     p.add_argument("--validation", type=_positive_int, help="validation instances (default 10)")
     p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
     p.add_argument("--seed", type=_non_negative_int, help="GP random seed (default: the scenario seed)")
+    p.add_argument("--instances", choices=("seeds", "paper", "sizes"),
+                   help="instance source: the scenario under other seeds (default), the paper's generated "
+                        "train/validation sets, or the single cluster at [learn] sizes (docs/learning.md)")
+    p.add_argument("--instance-seed", type=_non_negative_int, help="seed of the paper instance sets (default 0)")
     p.add_argument("--workers", type=_positive_int,
                    help=f"parallel evaluations (default: CPU count, {os.cpu_count()}); 1 = in this process")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -44,6 +50,7 @@ def _parser() -> _Parser:
                         "objectives, tested) or the SimPy engine itself")
     p.add_argument("--resume", action="store_true", help="continue from FILE.json.ckpt when it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_plot_flags(p)  # figures and report.html go to FILE_plots/ beside FILE.json
     return p
 
 
@@ -67,14 +74,13 @@ def learn_command(argv: list[str]) -> int:
     )
 
     args = _parser().parse_args(argv)
+    pictures = _check_plot_flags(args, "python -m simsched learn")
     if args.address and args.executor != "ray":
         raise InputError("python -m simsched learn: --address needs --executor ray")
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise InputError(f"python -m simsched learn: --out: folder {out.parent} does not exist")
+    out = check_out_file(args.out)
     config = learn_config(args.scenario, population=args.population, generations=args.generations,
                           alpha=args.alpha, train=args.train, validation=args.validation, jobs=args.jobs,
-                          seed=args.seed)
+                          seed=args.seed, instances=args.instances, instance_seed=args.instance_seed)
     workers = args.workers or (os.cpu_count() or 1)
     console = Console(stderr=True)
     ckpt = checkpoint_path(out)
@@ -109,10 +115,15 @@ def learn_command(argv: list[str]) -> int:
                                runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=_clock(p.eta_s))
 
                 result = learn(args.scenario, config, progress=show, **kwargs)
-    except KeyboardInterrupt:
-        where = f"; continue with --resume from {ckpt}" if ckpt.is_file() else ""
-        print(f"interrupted{where}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from simsched.interrupts import exit_code
+
+        code = exit_code(exc)
+        what = "terminated" if code == 143 else "interrupted"
+        where = (f"; checkpoint {ckpt} kept (continue with --resume)" if ckpt.is_file()
+                 else "; no checkpoint yet")
+        print(f"{what}{where}", file=sys.stderr)
+        return code
     if not args.quiet:
         valid = result.meta["validation"]
         console.print(f"learned: {valid['winner']['infix']}")
@@ -122,4 +133,10 @@ def learn_command(argv: list[str]) -> int:
                       f"{valid['winner']['mean_objective']:.6g} vs SRSF {valid['srsf']['mean_objective']:.6g}; "
                       f"mean ratio to SRSF {valid['winner']['mean_ratio_to_srsf']:.4f}")
         console.print(f"wrote {out} ({result.meta['wall_time_s']:.0f} s)")
+    if pictures:
+        from simsched.plots.cli import draw
+
+        drawn = draw(out, fmt=args.plot_format, plots=args.plots, report=args.report)
+        if not args.quiet:
+            console.print("wrote " + ", ".join(str(p) for p in drawn))
     return 0

@@ -28,6 +28,7 @@ SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
     ("avg_wait", "Avg wait (s)", False, "{:,.1f}"),
     ("max_wait", "Max wait (s)", False, "{:,.1f}"),
     ("cq_avg", "C_q,avg (s)", False, "{:,.1f}"),
+    ("weighted_wait", "Weighted avg wait (s)", False, "{:,.1f}"),
     ("cq_max", "C_q,max (s)", False, "{:,.1f}"),
     ("utilization", "GPU-time utilization", True, "{:.3f}"),
     ("deadline_miss_rate", "Deadline miss rate", False, "{:.3f}"),
@@ -97,11 +98,13 @@ def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float,
         "avg_wait": float(wait.mean()) if len(done) else 0.0,
         "max_wait": max_wait,
         "cq_avg": cq_avg,
+        # the course's "average weighted wait": sum(u q) / sum(u), next to C_q,avg = mean(u q)
+        "weighted_wait": float((u * wait).sum() / u.sum()) if len(done) else 0.0,
         "cq_max": cq_max,
         "utilization": util,
         "deadline_miss_rate": float((done["end"].to_numpy(float)[has_deadline]
                                      > done["deadline"].to_numpy(float)[has_deadline]).mean())
-        if has_deadline.any() else 0.0,
+        if has_deadline.any() else None,  # n/a, not 0: no completed job has a deadline
         "preemptions": int(df["preemptions"].sum()),
         "objective": (w * avg_jct + (1.0 - w) * max_wait) if kind == "eq16"
         else w1 * cq_avg + w2 * cq_max + w3 * (1.0 - util),

@@ -72,6 +72,25 @@ class ClusterSpec:
         return sum(g.count * g.gpus for g in self.nodes)
 
 
+def keep_nodes_per_type(clusters: tuple[ClusterSpec, ...], limit: int) -> tuple[ClusterSpec, ...]:
+    """The first ``limit`` nodes of every GPU type, in file order (the course simulator's
+    ``--gpus_limit``, which counts machines per type); clusters left without nodes are dropped."""
+    if limit < 1:
+        raise InputError(f"nodes per GPU type must be >= 1, got {limit}")
+    kept: dict[str, int] = {}
+    out = []
+    for cluster in clusters:
+        groups = []
+        for group in cluster.nodes:
+            count = min(group.count, limit - kept.get(group.gpu_type, 0))
+            if count > 0:
+                kept[group.gpu_type] = kept.get(group.gpu_type, 0) + count
+                groups.append(NodeGroup(count, group.gpus, group.gpu_type))
+        if groups:
+            out.append(ClusterSpec(cluster.name, tuple(groups)))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
     """One node after expansion: global index, owning cluster, type, GPUs."""

@@ -56,14 +56,15 @@ DTYPES: dict[str, dict[str, str]] = {
 }  # fmt: skip
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read one of a run's CSV files with the documented dtypes (:data:`DTYPES`, by file name).
+def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
+    """Read one of a run's CSV files with the documented dtypes (:data:`DTYPES`, by file name,
+    or by ``kind`` such as ``"jobs.csv"`` for a file named otherwise).
 
     Text columns come back as pandas ``string`` with empty cells as ``""``
     (never NaN), numeric columns as ``float64`` (empty = NaN) or ``int64``.
     """
     path = Path(path)
-    schema = DTYPES.get(path.name)
+    schema = DTYPES.get(kind or path.name)
     if schema is None:
         raise ValueError(f"{path}: not a simsched run output; known: {', '.join(DTYPES)}")
     text_columns = [c for c, t in schema.items() if t == _STR]

@@ -8,7 +8,10 @@ that order is deterministic regardless of the executor and the worker count.
 
 - ``local`` with ``workers = 1``: plain calls in this process (no subprocess);
 - ``local`` with ``workers > 1``: a :class:`concurrent.futures.ProcessPoolExecutor`
-  kept open across :meth:`TaskRunner.map` calls;
+  kept open across :meth:`TaskRunner.map` calls. Workers ignore SIGINT and
+  die with their parent (``PR_SET_PDEATHSIG`` on Linux); when the parent is
+  interrupted or fails, :meth:`TaskRunner.close` terminates them at once
+  rather than waiting for their tasks;
 - ``ray``: ``ray.init(address=...)`` when an address is given (an existing
   cluster), else a local Ray instance with ``workers`` CPUs. Ray is the
   optional extra ``ray`` (``pip install -e '.[ray]'``).
@@ -16,11 +19,13 @@ that order is deterministic regardless of the executor and the worker count.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
 from simsched.errors import InputError
+from simsched.interrupts import worker_setup
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 
@@ -69,30 +74,66 @@ class TaskRunner:
 
     def close(self, cancel: bool = False) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
+            if cancel:
+                self._terminate_workers()
+            self._pool.shutdown(wait=True, cancel_futures=cancel)
             self._pool = None
         if self._ray is not None and self._ray_owned:
             self._ray.shutdown()
         self._ray = None
         self._ray_owned = False
 
+    def _local_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:  # workers ignore SIGINT and die with this process (simsched.interrupts)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=worker_setup,
+                                             initargs=(os.getpid(),))
+        return self._pool
+
+    def _terminate_workers(self) -> None:
+        """End the pool's processes now (their running tasks are abandoned)."""
+        processes = dict(getattr(self._pool, "_processes", None) or {})
+        for process in processes.values():
+            if process.is_alive():
+                process.terminate()
+        for process in processes.values():
+            process.join(timeout=5)
+            if process.is_alive():  # pragma: no cover - a worker ignoring SIGTERM
+                process.kill()
+                process.join(timeout=5)
+
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], on_result: Callable[[int], None] | None = None,
-            ) -> list[Any]:
-        """``[fn(*task) for task in tasks]``, computed by the executor; ``on_result(done)`` after each."""
+            *, on_task: Callable[[int], None] | None = None,
+            on_each: Callable[[int, Any], None] | None = None) -> list[Any]:
+        """``[fn(*task) for task in tasks]``, computed by the executor.
+
+        ``on_result(done)`` is called as results are collected in task order;
+        ``on_task(index)`` as soon as any task finishes, in finishing order (for progress);
+        ``on_each(index, result)`` likewise with the result, so a caller can keep
+        finished work if it is interrupted before the rest are done.
+        """
         if not tasks:
             return []
         if self.executor == "ray":
-            return self._map_ray(fn, tasks, on_result)
+            return self._map_ray(fn, tasks, on_result, on_task, on_each)
         if self.workers == 1:
             results = []
-            for task in tasks:
+            for index, task in enumerate(tasks):
                 results.append(fn(*task))
+                if on_task:
+                    on_task(index)
+                if on_each:
+                    on_each(index, results[-1])
                 if on_result:
                     on_result(len(results))
             return results
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers)
-        futures = [self._pool.submit(fn, *task) for task in tasks]
+        futures = [self._local_pool().submit(fn, *task) for task in tasks]
+        if on_task or on_each:
+            index_of = {future: i for i, future in enumerate(futures)}
+            for future in as_completed(futures):
+                if on_each:
+                    on_each(index_of[future], future.result())
+                if on_task:
+                    on_task(index_of[future])
         results = []
         for future in futures:  # in task order; the pool works ahead
             results.append(future.result())
@@ -100,8 +141,40 @@ class TaskRunner:
                 on_result(len(results))
         return results
 
+    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(*tasks[index]))`` for every task, as each finishes (in task order when serial).
+
+        For callers that record each result as soon as it exists (``simsched experiment``);
+        they put results back in task order themselves.
+        """
+        if not tasks:
+            return
+        if self.executor == "ray":
+            if self._ray is None:
+                self._start_ray()
+            remote = self._ray.remote(fn)
+            index = {ref: i for i, ref in enumerate(remote.remote(*task) for task in tasks)}
+            pending = list(index)
+            while pending:
+                ready, pending = self._ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    yield index[ref], self._ray.get(ref)
+            return
+        if self.workers == 1:
+            for i, task in enumerate(tasks):
+                yield i, fn(*task)
+            return
+        futures = {self._local_pool().submit(fn, *task): i for i, task in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                yield futures[future], future.result()
+
     def _map_ray(self, fn: Callable[..., Any], tasks: Sequence[tuple],
-                 on_result: Callable[[int], None] | None) -> list[Any]:
+                 on_result: Callable[[int], None] | None,
+                 on_task: Callable[[int], None] | None = None,
+                 on_each: Callable[[int, Any], None] | None = None) -> list[Any]:
         if self._ray is None:
             self._start_ray()
         ray = self._ray
@@ -112,6 +185,13 @@ class TaskRunner:
         while pending:
             ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 50)))
             done += len(ready)
+            if on_task:
+                for ref in ready:
+                    on_task(refs.index(ref))
             if on_result:
                 on_result(done)
-        return ray.get(refs)
+        results = ray.get(refs)
+        if on_each:
+            for index, result in enumerate(results):
+                on_each(index, result)
+        return results

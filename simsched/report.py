@@ -48,9 +48,22 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
         for name in clusters:
             table.add_column(name, justify="right")
     for key, label, _, fmt in SUMMARY_METRICS:
-        cells = [fmt.format(summary[key])]
+        cells = [_format(fmt, summary[key])]
         if show_clusters:
             # the makespan is one for the whole run; the rest differ per cluster
-            cells += ["" if key == "makespan" else fmt.format(block[key]) for block in clusters.values()]
+            cells += ["" if key == "makespan" else _format(fmt, block[key]) for block in clusters.values()]
         table.add_row(label, *cells)
+    skipped = summary.get("skipped_rows") or {}
+    if skipped.get("skipped"):  # bad input rows never pass silently (SPEC §5)
+        reasons = ", ".join(f"{n} {reason}" for reason, n in
+                            sorted(skipped.get("by_reason", {}).items(), key=lambda item: -item[1])[:3])
+        table.add_row("Skipped input rows", f"{skipped['skipped']:,d}", *([""] * len(clusters) if show_clusters else []))
+        table.caption = f"skipped rows: {reasons}" + (" ..." if len(skipped.get("by_reason", {})) > 3 else "")
     return table
+
+
+def _format(fmt: str, value) -> str:
+    """A metric cell; None or NaN (e.g. the deadline miss rate with no deadlines) is n/a."""
+    if value is None or value != value:
+        return "n/a"
+    return fmt.format(value)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from simsched import limits
 from simsched.errors import InputError
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.workloads.registry import Params, ReadContext
@@ -73,6 +75,7 @@ class WorkloadSpec:
     reference_gpu_type: str | None = None
     load: float | None = None
     download_hint: str | None = None
+    known_keys: tuple[str, ...] = WORKLOAD_COMMON  # read here; listed in the reader's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class SchedulerSpec:
     interval_s: float | None = None
     restart_penalty_s: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
+    known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,20 +128,50 @@ class Scenario:
     digest: str = ""
     description: str = ""
     objective: ObjectiveSpec = ObjectiveSpec()
+    #: what replaced the file's values (command-line flags, API arguments); recorded in summary.json
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
-                       scheduler: SchedulerSpec | None = None) -> Scenario:
-        """A copy with CLI overrides (``--seed``, ``--jobs``) or another scheduler."""
+                       scheduler: SchedulerSpec | None = None, gpus_limit: int | None = None) -> Scenario:
+        """A copy with CLI overrides (``--seed``, ``--jobs``, ``--gpus-limit``: nodes kept per
+        GPU type) or another scheduler."""
         from dataclasses import replace
 
+        from simsched.model import keep_nodes_per_type
+
         workload = self.workload if jobs is None else replace(self.workload, jobs_limit=jobs)
+        clusters = self.clusters if gpus_limit is None else keep_nodes_per_type(self.clusters, gpus_limit)
         return replace(self, seed=self.seed if seed is None else seed, workload=workload,
-                       scheduler=scheduler or self.scheduler)
+                       scheduler=scheduler or self.scheduler, clusters=clusters)
+
+    def with_scheduler_keys(self, changes: dict[str, Any], source: str) -> Scenario:
+        """A copy with ``[scheduler]`` keys replaced, checked exactly like the TOML keys
+        (errors name ``source``, e.g. the command-line flag) and recorded in ``overrides``.
+
+        A new ``policy`` drops the file's policy-specific options (they belong to the old one).
+        """
+        from dataclasses import replace
+
+        spec = self.scheduler
+        table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill,
+                                 "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
+                                 "restart_penalty_s": spec.restart_penalty_s}
+        if spec.interval_s is not None:
+            table["interval_s"] = spec.interval_s
+        if changes.get("policy", spec.policy) == spec.policy:
+            table.update(spec.options)
+        table.update(changes)
+        new = _scheduler(Params(table, "scheduler", source), len(self.clusters))
+        return replace(self, scheduler=new, overrides={**self.overrides, **changes})
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a TOML file")
+    if not path.exists():
         raise InputError(f"{path}: file not found")
+    if not path.is_file():
+        raise InputError(f"{path}: is not a regular file; give a TOML file")
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -145,6 +179,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -195,8 +233,9 @@ def _objective(p: Params) -> ObjectiveSpec:
         if p.has("w"):
             raise p.error("w", 'is only used with kind = "eq16"; Eq. 5 takes weights = [w1, w2, w3]')
         weights = p.get("weights", list, [1.0, 1.0, 1.0])
-        if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
-            raise p.error("weights", f"must be three numbers [w1, w2, w3], got {weights!r}")
+        if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
+                                        and math.isfinite(w) and w >= 0 for w in weights):
+            raise p.error("weights", f"must be three finite numbers >= 0 [w1, w2, w3], got {weights!r}")
         p.finish()
         return ObjectiveSpec("eq5", tuple(float(w) for w in weights))
     if p.has("weights"):
@@ -254,7 +293,10 @@ def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise top.error("cluster", "must be an array of tables [[cluster]]")
-        clusters.extend(_cluster_entry(Params(entry, f"cluster[{i}]", path), path, base, gpu_types))
+        clusters.extend(_cluster_entry(Params(entry, f"cluster[{i}]", path), path, base, gpu_types,
+                                       (path.resolve(),)))
+    nodes = sum(group.count for c in clusters for group in c.nodes)
+    limits.check_memory(f"{path}: cluster", "nodes", nodes, limits.BYTES_PER_NODE)
     names = [c.name for c in clusters]
     for name in names:
         if names.count(name) > 1:
@@ -262,19 +304,26 @@ def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]
     return tuple(clusters)
 
 
-def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) -> list[ClusterSpec]:
+def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType],
+                   chain: tuple[Path, ...] = ()) -> list[ClusterSpec]:
     if p.has("file"):
         file = p.get_path("file", base)
         p.finish()
         if not file.is_file():
             raise p.error("file", f"cluster file {file} not found")
+        if file.resolve() in chain:
+            cycle = " -> ".join(str(f) for f in (*chain[chain.index(file.resolve()):], file.resolve()))
+            raise p.error("file", f"cluster files include each other in a cycle: {cycle}")
         raw = read_toml(file)
         nested = Params(raw, "", file)
         entries = nested.get("cluster", list)
         nested.finish()
         out = []
         for i, entry in enumerate(entries):
-            out.extend(_cluster_entry(Params(entry, f"cluster[{i}]", file), file, file.parent, gpu_types))
+            if not isinstance(entry, dict):
+                raise nested.error("cluster", "must be an array of tables [[cluster]]")
+            out.extend(_cluster_entry(Params(entry, f"cluster[{i}]", file), file, file.parent, gpu_types,
+                                      (*chain, file.resolve())))
         return out
     if p.has("from"):
         from simsched.workloads import builders_registry
@@ -289,6 +338,8 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
             _check_types(cluster, gpu_types, p)
         return list(built)
     name = p.get("name", str)
+    if not name.strip():
+        raise p.error("name", "must be a non-empty cluster name")
     groups = []
     nodes = p.get("nodes", list)
     if not nodes:
@@ -299,7 +350,7 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
         g = Params(group, p.key(f"nodes[{j}]"), p.file)
         groups.append(NodeGroup(
             g.get("count", int, min_value=1),
-            g.get("gpus", int, min_value=1),
+            g.get("gpus", int, min_value=1, max_value=limits.MAX_GPUS_PER_NODE),
             g.get("gpu_type", str, "V100", choices=sorted(gpu_types)),
         ))
         g.finish()
@@ -322,9 +373,7 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         if not file.is_file():
             raise p.error("file", f"workload file {file} not found")
         table = p.rest(("file",))
-        inherited = read_toml(file)
-        if "workload" in inherited and isinstance(inherited["workload"], dict):
-            inherited = inherited["workload"]
+        inherited, file = _workload_file(file, p, (path.resolve(),))
         merged = {**inherited, **table}
         p = Params(merged, "workload", f"{path} (with {file})")
         params_file = f"{path} (with {file})"
@@ -341,14 +390,17 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
     else:
         data_path = p.get_path("path", params_base)
     window = p.get("time_window", list, None)
-    if window is not None and (len(window) != 2 or not all(isinstance(x, (int, float)) for x in window)
+    if window is not None and (len(window) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                           and math.isfinite(x) for x in window)
                                or window[0] >= window[1]):
         raise p.error("time_window", f"must be [start_s, end_s] with start < end, got {window!r}")
     slack = p.get("deadline_slack", list, [1.5, 4.0])
-    if len(slack) != 2 or not all(isinstance(x, (int, float)) for x in slack) or not 0 < slack[0] <= slack[1]:
+    if len(slack) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                                  for x in slack) or not 0 < slack[0] <= slack[1]:
         raise p.error("deadline_slack", f"must be [low, high] with 0 < low <= high, got {slack!r}")
     weights = p.get("weight_range", list, [1, 5])
-    if len(weights) != 2 or not all(isinstance(x, int) for x in weights) or not 1 <= weights[0] <= weights[1]:
+    if len(weights) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in weights) \
+            or not 1 <= weights[0] <= weights[1] <= 2**31:
         raise p.error("weight_range", f"must be [low, high] integers with 1 <= low <= high, got {weights!r}")
     reference = p.get("reference_gpu_type", str, None)
     if reference is not None and reference not in gpu_types:
@@ -371,11 +423,34 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         deadline_slack=(float(slack[0]), float(slack[1])),
         weight_range=(int(weights[0]), int(weights[1])),
         reference_gpu_type=reference,
-        load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True),
+        load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True,
+                                                      max_value=limits.MAX_LOAD),
         download_hint=p.get("download_hint", str, None),
     )
     p.finish()
     return spec
+
+
+def _workload_file(file: Path, p: Params, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Path]:
+    """A workload file's table, following its own ``file`` (a base it overrides); cycles are errors.
+
+    Returns the merged table and the file that holds ``path`` (where relative paths resolve).
+    """
+    if file.resolve() in chain:
+        cycle = " -> ".join(str(f) for f in (*chain[chain.index(file.resolve()):], file.resolve()))
+        raise p.error("file", f"workload files include each other in a cycle: {cycle}")
+    inherited = read_toml(file)
+    if "workload" in inherited and isinstance(inherited["workload"], dict):
+        inherited = inherited["workload"]
+    if "file" not in inherited:
+        return inherited, file
+    inner = Params(inherited, "workload", file)
+    nested = inner.get_path("file", file.parent)
+    if not nested.is_file():
+        raise inner.error("file", f"workload file {nested} not found")
+    base, holder = _workload_file(nested, inner, (*chain, file.resolve()))
+    own = {k: v for k, v in inherited.items() if k != "file"}
+    return {**base, **own}, (file if "path" in own else holder)
 
 
 def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:

@@ -99,7 +99,7 @@ def test_bad_csv_line_counted_when_not_strict(tmp_path):
     result = simsched.run(path)
     assert len(result.jobs) == 1
     assert result.summary["skipped_rows"]["by_reason"] == {
-        "could not convert string to float: 'abc'": 1, "non-positive gpus": 1}
+        "bad submit": 1, "non-positive gpus": 1}
 
 
 def test_seed_override_changes_synthetic_workload(tmp_path):

@@ -98,7 +98,7 @@ class _Kernel(NamedTuple):
     workers: np.ndarray  # (J,)
     duration: np.ndarray  # (J, P)
     weight: np.ndarray  # (J,) u_j (1 under Eq. 16)
-    work: np.ndarray  # (J, P) units per job (g_j under Eq. 5, 1 under Eq. 16); times d = work
+    work: np.ndarray  # (J, P) the job's work term: g_j x useful d_j (Eq. 5), d_j (Eq. 16)
     queued: np.ndarray  # (J,)
     order: np.ndarray  # (J,) job indices by increasing f(j), ties by index
     feasible: np.ndarray  # (J, P) bool
@@ -141,6 +141,8 @@ class AllocationInstance:
     (J, P) lets the caller forbid clusters (GPU type, home-only). ``current``
     is the cluster a job is on now (-1 if queued). It is used only to seed the EA.
     ``kind`` is the objective (``"eq5"`` with ``weights``, or ``"eq16"`` with ``w``).
+    ``overhead`` (J,) or (J, P), default 0, is the part of ``duration`` that is no useful
+    work (a restart penalty): it holds the GPUs but does not count in C_u (Eq. 4).
     ``feasible`` is computed: allowed, and Eq. 10 generalised: at least r_j
     workers fit in the empty cluster.
     """
@@ -154,6 +156,7 @@ class AllocationInstance:
     queued: np.ndarray
     priority: np.ndarray
     allowed: np.ndarray | None = None
+    overhead: np.ndarray | None = None
     current: np.ndarray | None = None
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS
     kind: str = "eq5"
@@ -190,9 +193,15 @@ class AllocationInstance:
         unweighted = self.kind == "eq16"
         if unweighted:
             weight = np.ones_like(weight)
-            work = np.ones((n_jobs, n_clusters))
+            work = duration.copy()
         else:
-            work = (per_worker * workers[:, None]).astype(np.float64)
+            useful = duration
+            if self.overhead is not None:
+                overhead = _as_job_cluster("overhead", self.overhead, n_jobs, n_clusters, np.float64)
+                if np.any(overhead < 0) or np.any(overhead > duration):
+                    raise InputError('"overhead" must be between 0 and "duration"')
+                useful = duration - overhead
+            work = (per_worker * workers[:, None]).astype(np.float64) * useful
         allowed = np.ones((n_jobs, n_clusters), dtype=bool)
         if self.allowed is not None:
             allowed = _as_job_cluster("allowed", self.allowed, n_jobs, n_clusters, bool)
@@ -405,7 +414,7 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
         sum_uq += uq
         if uq > max_uq:
             max_uq = uq
-        sum_gd += k.work[j, p] * d
+        sum_gd += k.work[j, p]
         if fin > max_f:
             max_f = fin
         count += 1.0
@@ -707,19 +716,23 @@ def objective_reference(instance: AllocationInstance, assignment: np.ndarray) ->
     a = instance.check_assignment(assignment)
     k = instance.kernel
     plans = plan_assignment(instance, a, reference=True)
-    weight, queued, start, remaining, gpus = [], [], [], [], []
+    weight, queued, start, remaining, gpus, useful = [], [], [], [], [], []
+    overhead = np.zeros_like(k.duration) if instance.overhead is None else _as_job_cluster(
+        "overhead", instance.overhead, instance.n_jobs, instance.n_clusters, np.float64)
     for p, (c, plan) in enumerate(zip(instance.clusters, plans)):
         running = c.fixed_finish > instance.now
         weight.append(c.fixed_weight[running])
         queued.append(c.fixed_queued[running])
         start.append(np.full(int(running.sum()), instance.now))
         remaining.append(c.fixed_finish[running] - instance.now)
+        useful.append(c.fixed_finish[running] - instance.now)
         gpus.append(c.fixed_usage[running].sum(axis=1).astype(np.float64))
         mine = np.nonzero(a == p)[0]
         weight.append(k.weight[mine])
         queued.append(k.queued[mine])
         start.append(plan.start[mine])
         remaining.append(k.duration[mine, p])
+        useful.append(k.duration[mine, p] - overhead[mine, p])
         gpus.append((k.per_worker[mine, p] * k.workers[mine]).astype(np.float64))
     return objective(
         instance.now,
@@ -728,6 +741,7 @@ def objective_reference(instance: AllocationInstance, assignment: np.ndarray) ->
         weights=tuple(instance.weights),
         kind=instance.kind,
         w=instance.w,
+        useful=np.concatenate(useful),
     )
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,8 +44,9 @@ from typing import Any
 
 import numpy as np
 
+from simsched import limits
 from simsched.errors import InputError, SimschedError
-from simsched.evo import gp
+from simsched.evo import gp, learn_instances
 from simsched.evo.priority import (
     BUILTIN,
     TERMINALS,
@@ -65,7 +65,7 @@ CHECKPOINT_FORMAT = "simsched-gp-checkpoint"
 #: the keys a ``[learn]`` table may hold (flags override them).
 LEARN_KEYS = ("population", "generations", "alpha", "train", "validation", "first_seed", "tournament",
               "max_depth", "init_min", "init_max", "mutation_rate", "mutation_depth", "internal_bias",
-              "terminals", "constants", "jobs", "seed")
+              "terminals", "constants", "jobs", "seed", "instances", "instance_seed", "sizes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,9 @@ class LearnConfig:
     constants: tuple[float, ...] = ()
     jobs: int | None = None
     seed: int = 0
+    instances: str = "seeds"  # where instances come from (simsched.evo.learn_instances)
+    instance_seed: int = 0  # "paper": the instance-set seed
+    sizes: tuple[int, ...] = ()  # "sizes": node counts of the single cluster
 
     def __post_init__(self) -> None:
         def need(name: str, ok: bool, what: str) -> None:
@@ -113,24 +116,42 @@ class LearnConfig:
              and len(set(self.terminals)) == len(self.terminals),
              f"must be distinct names from {', '.join(TERMINALS)}")
         need("constants", all(_is_number(c) and math.isfinite(c) for c in self.constants), "must be finite numbers")
+        need("instances", self.instances in learn_instances.SOURCES,
+             f"must be one of {', '.join(learn_instances.SOURCES)}")
+        need("instance_seed", _is_int(self.instance_seed) and self.instance_seed >= 0, "must be an integer >= 0")
+        need("sizes", all(_is_int(n) and n >= 1 for n in self.sizes), "must be node counts >= 1")
+        need("sizes", bool(self.sizes) == (self.instances == "sizes"), 'go with instances = "sizes" (only)')
+        if self.instances == "sizes":
+            need("train", self.train == len(self.sizes), f"must equal the number of sizes ({len(self.sizes)})")
+            need("validation", self.validation == len(self.sizes),
+                 f"must equal the number of sizes ({len(self.sizes)})")
+        if self.instances == "paper":
+            need("train", self.train <= 50, "must be <= 50 (the paper's training set)")
+            need("validation", self.validation <= 10, "must be <= 10 (the paper's validation set)")
 
     @property
     def primitives(self) -> gp.PrimitiveSet:
         return gp.PrimitiveSet(terminals=tuple(self.terminals), constants=tuple(float(c) for c in self.constants))
 
-    @property
-    def training_seeds(self) -> list[int]:
-        return list(range(self.first_seed, self.first_seed + self.train))
+    def _keys(self) -> tuple[list, list]:
+        return learn_instances.keys(self.instances, first_seed=self.first_seed, train=self.train,
+                                    validation=self.validation, instance_seed=self.instance_seed,
+                                    sizes=tuple(self.sizes))
 
     @property
-    def validation_seeds(self) -> list[int]:
-        start = self.first_seed + self.train
-        return list(range(start, start + self.validation))
+    def training_seeds(self) -> list[learn_instances.InstanceKey]:
+        """Training instance keys: seeds of the scenario (default), or paper/size instance keys."""
+        return self._keys()[0]
+
+    @property
+    def validation_seeds(self) -> list[learn_instances.InstanceKey]:
+        return self._keys()[1]
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["terminals"] = list(self.terminals)
         data["constants"] = [float(c) for c in self.constants]
+        data["sizes"] = list(self.sizes)
         return data
 
 
@@ -148,7 +169,8 @@ def learn_config(scenario_path: str | Path, **flags: Any) -> LearnConfig:
     scenario = load_scenario(path)
     table = Params(read_toml(path).get("learn", {}), "learn", path)
     values: dict[str, Any] = {"seed": scenario.seed}
-    ints = [k for k in LEARN_KEYS if k not in ("mutation_rate", "internal_bias", "terminals", "constants")]
+    ints = [k for k in LEARN_KEYS if k not in ("mutation_rate", "internal_bias", "terminals", "constants",
+                                               "instances", "sizes")]
     for key in ints:
         if table.has(key):
             values[key] = table.get(key, int, min_value=1 if key in ("population", "alpha", "train", "validation",
@@ -167,15 +189,34 @@ def learn_config(scenario_path: str | Path, **flags: Any) -> LearnConfig:
         if not all(_is_number(c) and math.isfinite(c) for c in constants):
             raise table.error("constants", f"every item must be a finite number, got {constants!r}")
         values["constants"] = tuple(float(c) for c in constants)
+    if table.has("instances"):
+        values["instances"] = table.get("instances", str, choices=learn_instances.SOURCES)
+    if table.has("sizes"):
+        values["sizes"] = tuple(table.get_list("sizes", int))
     table.finish()
     values.update({k: v for k, v in flags.items() if v is not None})
+    if values.get("instances") == "sizes":  # one training and one validation instance per size, alpha 1
+        if not values.get("sizes"):
+            raise table.error("sizes", 'is required with instances = "sizes": node counts of the single cluster, '
+                              "e.g. sizes = [80, 100, 120]")
+        values.setdefault("train", len(values.get("sizes", ())))
+        values.setdefault("validation", len(values.get("sizes", ())))
+        values.setdefault("alpha", 1)
+    learn_instances.check_scenario(values.get("instances", "seeds"), scenario)
     unknown = set(values) - set(LEARN_KEYS)
     if unknown:
         raise InputError(f"learn: unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(LEARN_KEYS)}")
     try:
-        return LearnConfig(**values)
+        config = LearnConfig(**values)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
+    where = f"{path}: learn population = {config.population}"
+    limits.check_memory(where, "GP individuals (parents and offspring)", 2 * config.population,
+                        limits.BYTES_PER_INDIVIDUAL)
+    limits.check_steps(f"{where}, generations = {config.generations}", "simulation runs",
+                       _expected_evaluations(config), limit=limits.MAX_RUNS,
+                       hint="use a smaller population, fewer generations or fewer instances")
+    return config
 
 
 # ---------------------------------------------------------------- one evaluation (runs in workers)
@@ -185,15 +226,16 @@ def _scenario(path: str) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_instance(path: str, seed: int, jobs: int | None) -> Any:
+def _compiled_instance(path: str, seed: learn_instances.InstanceKey, jobs: int | None) -> Any:
     """The instance's arrays for the compiled run, built once per worker (None: use the engine)."""
     from simsched.evo import fastsim
 
-    return fastsim.prepare(_scenario(path), seed=seed, jobs=jobs)
+    return fastsim.prepare(learn_instances.resolve(_scenario(path), seed), jobs=jobs)
 
 
-def run_objective(scenario_path: str, seed: int, graph_json: str, jobs: int | None) -> float:
-    """The §7 scalarised objective of one run: the scenario at ``seed`` with MCT + this priority.
+def run_objective(scenario_path: str, seed: learn_instances.InstanceKey, graph_json: str, jobs: int | None) -> float:
+    """The §7 scalarised objective of one run: the instance ``seed`` names (the scenario at that seed,
+    or a paper/size instance key, see :mod:`simsched.evo.learn_instances`) with MCT + this priority.
 
     Runs the compiled replay of the engine (:mod:`simsched.evo.fastsim`, equal to
     :func:`run_objective_engine` exactly, tested) when it models the scenario,
@@ -211,7 +253,8 @@ def run_objective(scenario_path: str, seed: int, graph_json: str, jobs: int | No
         return math.inf
 
 
-def run_objective_engine(scenario_path: str, seed: int, graph_json: str, jobs: int | None) -> float:
+def run_objective_engine(scenario_path: str, seed: learn_instances.InstanceKey, graph_json: str,
+                         jobs: int | None) -> float:
     """:func:`run_objective` through the SimPy engine (the reference; ``--fitness-engine simpy``)."""
     from simsched import api
     from simsched.evo.scheduler import make_planner_scheduler
@@ -221,7 +264,7 @@ def run_objective_engine(scenario_path: str, seed: int, graph_json: str, jobs: i
     scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights,
                                        kind=scenario.objective.kind, w=scenario.objective.w)
     try:
-        result = api.run(scenario, seed=seed, jobs=jobs, scheduler=scheduler)
+        result = api.run(learn_instances.resolve(scenario, seed), jobs=jobs, scheduler=scheduler)
     except NanPriority:
         return math.inf
     if result.partial:  # pragma: no cover - only on an interrupted run
@@ -272,6 +315,7 @@ class _State:
     fitness: np.ndarray
     rng: np.random.Generator
     history: list[dict[str, Any]] = field(default_factory=list)
+    init_seeds: list[int] = field(default_factory=list)  # instances of the initial evaluation
 
 
 def checkpoint_path(out: str | Path) -> Path:
@@ -284,11 +328,13 @@ def _write_checkpoint(path: Path, config: LearnConfig, digest: str, state: _Stat
         "format": CHECKPOINT_FORMAT, "version": 1, "config": config.as_dict(), "scenario_sha256": digest,
         "generation": state.generation, "population": [list(ind) for ind in state.population],
         "fitness": [float(f) for f in state.fitness], "rng_state": state.rng.bit_generator.state,
-        "history": state.history,
+        "history": state.history, "init_seeds": state.init_seeds,
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: an interrupt leaves the previous checkpoint or this one
+    from simsched import interrupts
+    from simsched.atomic import write_text
+
+    with interrupts.deferred():  # atomic, and not cut short: the previous checkpoint or this one
+        write_text(path, json.dumps(data) + "\n")
 
 
 def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
@@ -300,7 +346,10 @@ def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
         raise InputError(f"{path}: not a simsched GP checkpoint")
     saved = data.get("config", {})
     # generations may grow: generation g draws the same numbers whatever the final count is
-    changed = sorted(k for k, v in config.as_dict().items() if k != "generations" and saved.get(k) != v)
+    # a key the checkpoint lacks (written before the key existed) had its default value
+    defaults = LearnConfig().as_dict()
+    changed = sorted(k for k, v in config.as_dict().items()
+                     if k != "generations" and saved.get(k, defaults[k]) != v)
     if changed:
         raise InputError(f"{path}: made with other settings ({', '.join(f'{k}={saved.get(k)!r}' for k in changed)}); "
                          "use the same options or delete the checkpoint")
@@ -312,7 +361,7 @@ def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
     for ind in population:
         gp.check(ind, config.primitives)
     return _State(int(data["generation"]), population, np.asarray(data["fitness"], dtype=np.float64), rng,
-                  list(data["history"]))
+                  list(data["history"]), [int(s) for s in data.get("init_seeds", [])])
 
 
 # ---------------------------------------------------------------- fitness
@@ -346,7 +395,7 @@ class _Fitness:
         unique = dict.fromkeys([self.srsf_key, *keys])
         by_key = {self.srsf_key: self.srsf, **dict(zip(keys, population))}
         wanted = [(k, s) for s in seeds for k in unique if (k, s) not in self.memo]
-        tasks = [(self.scenario_path, int(s), json.dumps(to_json(gp.to_graph(by_key[k], self.config.primitives))),
+        tasks = [(self.scenario_path, s, json.dumps(to_json(gp.to_graph(by_key[k], self.config.primitives))),
                   self.config.jobs) for k, s in wanted]
         total = len(tasks)
         results = self.runner.map(self.objective_fn, tasks, lambda done: self.on_result(done, total))
@@ -413,16 +462,23 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
             if state.generation > config.generations:
                 raise InputError(f"{ckpt}: already at generation {state.generation}, beyond --generations "
                                  f"{config.generations}")
-            clock["done"] = _expected_evaluations(config, state.generation)
+            clock["done"] = _expected_evaluations(config, state.generation) if state.generation >= 0 else 0
         if state is None:
             rng = stream(config.seed, "gp")
             population = gp.ramped_half_and_half(rng, primitives, config.population, config.init_min,
                                                  config.init_max)
             seeds = _subset(rng, config)
+            # generation -1: the initial population, drawn but not yet evaluated (checkpointed at once,
+            # so an interrupt during its long first evaluation still leaves something to resume)
+            state = _State(-1, population, np.empty(0), rng, init_seeds=seeds)
+            if ckpt is not None:
+                _write_checkpoint(ckpt, config, scenario.digest, state)
+        if state.generation == -1:
+            seeds = state.init_seeds
             report()
-            values = fitness.fitness(population, seeds)
-            state = _State(0, population, values, rng)
-            state.history.append(_entry(0, seeds, population, values))
+            values = fitness.fitness(state.population, seeds)
+            state.generation, state.fitness = 0, values
+            state.history.append(_entry(0, seeds, state.population, values))
             _account(clock, config.population * config.alpha)
             if ckpt is not None:
                 _write_checkpoint(ckpt, config, scenario.digest, state)
@@ -487,9 +543,10 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
     return LearnResult(best, graph, meta, path)
 
 
-def _subset(rng: np.random.Generator, config: LearnConfig) -> list[int]:
+def _subset(rng: np.random.Generator, config: LearnConfig) -> list[learn_instances.InstanceKey]:
     drawn = rng.choice(config.train, size=config.alpha, replace=False)
-    return [config.first_seed + int(i) for i in drawn]
+    training = config.training_seeds
+    return [training[int(i)] for i in drawn]
 
 
 def _offspring(rng: np.random.Generator, population: list[gp.Individual], fitness: np.ndarray,
@@ -511,8 +568,10 @@ def _offspring(rng: np.random.Generator, population: list[gp.Individual], fitnes
 
 def _entry(generation: int, seeds: list[int], population: list[gp.Individual], values: np.ndarray) -> dict:
     best = int(np.argmin(values))
+    finite = np.asarray(values)[np.isfinite(values)]
     return {"generation": generation, "instances": seeds, "best": float(values[best]),
-            "mean": _finite_mean(values), "best_infix": gp.to_infix(population[best])}
+            "mean": _finite_mean(values), "median": float(np.median(finite)) if finite.size else math.inf,
+            "best_infix": gp.to_infix(population[best])}
 
 
 def _finite_mean(values: np.ndarray) -> float:

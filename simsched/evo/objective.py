@@ -98,12 +98,15 @@ def objective(
     weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
     kind: str = "eq5",
     w: float = 0.5,
+    useful: np.ndarray | None = None,
 ) -> float:
     """Eq. 5 (or Eq. 16 with ``kind = "eq16"``) over all unfinished jobs (running ones with ``start = now``).
 
     ``weight`` is u_j, ``queued`` the queued time accumulated so far, ``remaining``
     d_j(now), ``gpus`` g_j, ``total_capacity`` the sum over clusters of G_p N_p.
-    Eq. 16 ignores ``weight``, ``gpus`` and ``weights``.
+    Eq. 16 ignores ``weight``, ``gpus`` and ``weights``. ``useful`` (default
+    ``remaining``) is the part of ``remaining`` that is useful work, the d_j of C_u
+    (a restart penalty holds GPUs but is not useful work).
     """
     u = np.asarray(weight, dtype=np.float64)
     q0 = np.asarray(queued, dtype=np.float64)
@@ -115,9 +118,10 @@ def objective(
     w1, w2, w3, w4 = combine_weights(kind, weights, w)
     if np.any(np.isinf(s)):
         return math.inf
+    work = g * (d if useful is None else np.asarray(useful, dtype=np.float64))
     if kind == "eq16":
         u = np.ones_like(u)
-        g = np.ones_like(g)
+        work = d
     uq = u * (q0 + (s - now))  # Eq. 2
     finish = s + d
     return float(
@@ -125,7 +129,7 @@ def objective(
             float(now),
             float(uq.sum()),
             float(uq.max(initial=-np.inf)),
-            float((g * d).sum()),
+            float(work.sum()),
             float(finish.max(initial=now)),
             float(u.size),
             float(total_capacity),

@@ -389,7 +389,9 @@ def from_json(data: Mapping[str, Any], source: str = "<priority>") -> nx.DiGraph
 def save_priority(graph: nx.DiGraph, path: str | Path, **meta: Any) -> Path:
     """Write ``graph`` (plus its infix text and ``meta``, e.g. how it was learned) as JSON."""
     path = Path(path)
-    path.write_text(json.dumps(to_json(graph, **meta), indent=2) + "\n", encoding="utf-8")
+    from simsched.atomic import write_text
+
+    write_text(path, json.dumps(to_json(graph, **meta), indent=2) + "\n")  # atomic: complete or absent
     return path
 
 

@@ -66,7 +66,7 @@ class Problem:
 
     def __init__(self, view: SchedulerView, jobs: Sequence[JobView], priority: np.ndarray,
                  weights: tuple[float, float, float], fixed: Sequence[JobView], kind: str = "eq5",
-                 w: float = 0.5) -> None:
+                 w: float = 0.5, restart_penalty_s: float = 0.0) -> None:
         self.view = view
         self.groups = groups_of(view)
         self.jobs = list(jobs)
@@ -80,12 +80,19 @@ class Problem:
         self.per_worker = np.full((n_jobs, n_groups), _NOT_ALLOWED, dtype=np.int64)
         self.duration = np.zeros((n_jobs, n_groups), dtype=np.float64)
         self.allowed = np.zeros((n_jobs, n_groups), dtype=bool)
+        self.overhead = np.zeros((n_jobs, n_groups), dtype=np.float64)
         for j, job in enumerate(self.jobs):
             remaining = view.remaining_time(job)
+            here = self.group_of_node[job.running_nodes[0]] if job.running_nodes else -1
             for option in job.options:
                 p = index[option.cluster, option.gpu_type]
                 self.per_worker[j, p] = option.per_worker
                 self.duration[j, p] = remaining / option.speed
+                # the engine charges restart_penalty_s to every restart after a preemption: to a
+                # preempted queued job anywhere, to a running job moved out of its group
+                if restart_penalty_s and ((here < 0 and job.preemptions) or (here >= 0 and p != here)):
+                    self.duration[j, p] += restart_penalty_s
+                    self.overhead[j, p] = restart_penalty_s
                 self.allowed[j, p] = True
         self.workers = np.array([j.workers for j in self.jobs], dtype=np.int64)
         self.weight = np.array([j.weight for j in self.jobs], dtype=np.float64)
@@ -124,7 +131,7 @@ class Problem:
             now=self.view.now, clusters=self.cluster_states(self.fixed), per_worker=self.per_worker,
             workers=self.workers, duration=self.duration, weight=self.weight, queued=self.queued,
             priority=self.priority, allowed=self.allowed, current=self.current, weights=self.weights,
-            kind=self.kind, w=self.w,
+            kind=self.kind, w=self.w, overhead=self.overhead,
         )
 
     def decision(self, assignment: np.ndarray) -> Decision:
@@ -165,7 +172,7 @@ class PlannerScheduler:
                  rng: np.random.Generator | None = None, population: int = 100, generations: int = 200,
                  mutation_rate: float = 0.1, time_budget_s: float | None = None,
                  stagnation: int | None = None, seed_with: tuple[str, ...] = (), migrate: bool = True,
-                 kind: str = "eq5", w: float = 0.5) -> None:
+                 kind: str = "eq5", w: float = 0.5, restart_penalty_s: float = 0.0) -> None:
         if allocation not in ("mct", "evo"):
             raise ValueError(f"allocation must be 'mct' or 'evo', got {allocation!r}")
         if allocation == "evo" and rng is None:
@@ -177,6 +184,7 @@ class PlannerScheduler:
         self.migrate = migrate
         self.kind = kind
         self.w = w
+        self.restart_penalty_s = restart_penalty_s
         self.ea_options = dict(n=population, generations=generations, mutation_rate=mutation_rate,
                                time_budget_s=time_budget_s, stagnation=stagnation, seed_with=tuple(seed_with))
         self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0}
@@ -199,7 +207,7 @@ class PlannerScheduler:
             return Decision()
         jobs = queued + movable
         priority = evaluate(self.priority, features(jobs, view))
-        problem = Problem(view, jobs, priority, self.weights, fixed, self.kind, self.w)
+        problem = Problem(view, jobs, priority, self.weights, fixed, self.kind, self.w, self.restart_penalty_s)
         instance = problem.instance()
         if self.allocation == "mct" or len(jobs) == 1:
             assignment = mct_assign(instance)

@@ -3,10 +3,6 @@ name -> scheduler registry used by scenarios (SPEC §4)."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import inspect
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +14,10 @@ from simsched.policies.ordering import ORDERINGS
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
 from simsched.policies.queue import QueueScheduler
+from simsched.policies.user import load_user_policy
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
-           "policy_names", "build_scheduler"]
+           "policy_names", "build_scheduler", "load_user_policy", "resolve_policy_ref"]
 
 #: the EVO-GP paper's named baselines: policy -> (ordering, placement)
 BASELINES: dict[str, tuple[str, str]] = {
@@ -34,6 +31,9 @@ BASELINES: dict[str, tuple[str, str]] = {
 #: planner-driven schedulers of SPEC §6 (simsched.evo.scheduler)
 PLANNER_POLICIES = ("mct-gp", "evo-gp")
 
+#: a trained RL agent run greedily (simsched.rl.policy; `agent = "file.npz"`)
+RL_POLICY = "rl"
+
 
 def _mct_names() -> set[str]:
     """``mct-<ordering or baseline>``: the classic pipeline with MCT cluster allocation."""
@@ -42,7 +42,7 @@ def _mct_names() -> set[str]:
 
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", *PLANNER_POLICIES} | _mct_names())
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", RL_POLICY, *PLANNER_POLICIES} | _mct_names())
 
 
 def effective_allocation(spec) -> str:
@@ -71,7 +71,8 @@ def _priority(options, base_dir: Path):
                             "a .json file from `simsched learn`, or an expression in d, q, u, g") from None
 
 
-def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective) -> Scheduler:
+def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective,
+                       restart_penalty_s: float) -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -94,7 +95,7 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, o
         rng = rng_for("optimizer")
     kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng, kind=kind, w=w, **ea)
+                            rng=rng, kind=kind, w=w, restart_penalty_s=restart_penalty_s, **ea)
 
 
 def ea_rng(optimizer: Any, k: int) -> Any:
@@ -110,8 +111,16 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     from simsched.workloads.registry import Params
 
     options = Params(spec.options, "scheduler", file)
+    options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too
     if spec.policy in PLANNER_POLICIES:
-        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective)
+        scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective,
+                                       spec.restart_penalty_s)
+        options.finish()
+        return scheduler
+    if spec.policy == RL_POLICY:
+        from simsched.rl.policy import build_rl_policy
+
+        scheduler = build_rl_policy(options, base_dir, rng_for("allocation"), spec.allocation, spec.placement, file)
         options.finish()
         return scheduler
     if ":" in spec.policy:
@@ -149,39 +158,12 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill)
 
 
-def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: str) -> Scheduler:
-    """Load ``path/to/file.py:ClassName`` (relative to the scenario) or ``package.module:ClassName``."""
-    where, _, name = ref.rpartition(":")
-    if not where or not name:
-        raise InputError(f"{file}: scheduler.policy: {ref!r} must look like 'my_policy.py:MyPolicy'")
-    if where.endswith(".py"):
-        path = Path(where) if Path(where).is_absolute() else base_dir / where
-        if not path.is_file():
-            raise InputError(f"{file}: scheduler.policy: policy file {path} not found")
-        module_name = f"simsched_user_{path.stem}_{abs(hash(str(path.resolve())))}"
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:  # the user's code: report it as bad input, one line
-            raise InputError(f"{file}: scheduler.policy: importing {path} failed: "
-                             f"{type(exc).__name__}: {exc}") from None
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise InputError(f"{file}: scheduler.policy: cannot import module {where!r}: {exc}") from None
-    cls = getattr(module, name, None)
-    if cls is None:
-        found = [n for n, v in vars(module).items() if inspect.isclass(v) and hasattr(v, "decide")]
-        raise InputError(f"{file}: scheduler.policy: {where} has no {name!r}; "
-                         f"classes with decide(): {', '.join(found) or 'none'}")
-    try:
-        scheduler = cls(**options) if inspect.isclass(cls) else cls
-    except TypeError as exc:
-        raise InputError(f"{file}: scheduler: {name}({', '.join(options)}) failed: {exc}") from None
-    if not callable(getattr(scheduler, "decide", None)):
-        raise InputError(f"{file}: scheduler.policy: {name} has no decide(view) method; "
-                         "see docs/assignment.md for the interface")
-    return scheduler
+def resolve_policy_ref(name: str, scenario: Path) -> str:
+    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
+    where, sep, cls = name.rpartition(":")
+    if not sep or not where.endswith(".py") or Path(where).is_absolute():
+        return name
+    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
+        return name
+    return f"{Path(where).resolve()}:{cls}"
+

@@ -25,14 +25,15 @@ class Allocation:
     def prepare(self, view: SchedulerView, ordered: Sequence[JobView]) -> None:
         """Called once per decision with the queue in key order (MCT plans here)."""
 
-    def cluster_for(self, job: JobView, view: SchedulerView) -> int:
+    def cluster_for(self, job: JobView, view: SchedulerView) -> int | None:
+        """The job's cluster; None means fleet-wide (any cluster it fits)."""
         cluster = self._cluster_of.get(job.job_id)
         if cluster is None:
             cluster = self.choose(job, view)
             self._cluster_of[job.job_id] = cluster
         return cluster
 
-    def choose(self, job: JobView, view: SchedulerView) -> int:
+    def choose(self, job: JobView, view: SchedulerView) -> int | None:
         raise NotImplementedError
 
     @staticmethod
@@ -42,14 +43,16 @@ class Allocation:
 
 
 class Home(Allocation):
-    """The job's own cluster (the paper's s_j); single-cluster fleets always use cluster 0."""
+    """The job's own cluster (the paper's s_j); single-cluster fleets always use cluster 0.
+
+    A job without a home cluster runs anywhere (None: fleet-wide placement, fastest
+    GPU type first), as docs/engine.md says; it is not pinned to the first cluster.
+    """
 
     name = "home"
 
-    def choose(self, job: JobView, view: SchedulerView) -> int:
-        if job.home_cluster is not None:
-            return job.home_cluster
-        return self.feasible(job)[0]
+    def choose(self, job: JobView, view: SchedulerView) -> int | None:
+        return job.home_cluster
 
 
 class RoundRobinAllocation(Allocation):

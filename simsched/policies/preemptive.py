@@ -104,16 +104,17 @@ class PreemptiveScheduler:
             cluster = self.allocation.cluster_for(job, view)
             if cluster in blocked:
                 continue
-            nodes = place_job(job, cluster, groups, self.placement, free)
+            nodes = place_job(job, cluster, groups, self.placement, free, skip=blocked)
             if nodes is None:
                 for option in job.options:
-                    if option.cluster != cluster:
+                    # cluster None: a job without a home under "home" allocation runs anywhere
+                    if option.cluster != cluster if cluster is not None else option.cluster in blocked:
                         continue
-                    shape = (cluster, option.gpu_type, option.per_worker, job.workers)
+                    shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
                     if shape in hopeless:
                         continue
-                    victims = self._victims(key, option, job.workers, groups[cluster, option.gpu_type],
-                                            running_by_cluster.get(cluster, []), keys, shares, preempted,
+                    victims = self._victims(key, option, job.workers, groups[option.cluster, option.gpu_type],
+                                            running_by_cluster.get(option.cluster, []), keys, shares, preempted,
                                             free, view)
                     if victims is None:
                         hopeless.add(shape)
@@ -122,7 +123,7 @@ class PreemptiveScheduler:
                         preempted[victim.job_id] = None
                         for n in victim.running_nodes:
                             free[n] += shares[victim.job_id]
-                    nodes = self.placement(groups[cluster, option.gpu_type], option.per_worker,
+                    nodes = self.placement(groups[option.cluster, option.gpu_type], option.per_worker,
                                            job.workers, free)
                     if nodes is None:  # a placement that fails with free slots breaks the contract
                         raise AssertionError(f"placement refused job {job_id} although it fits")
@@ -131,7 +132,7 @@ class PreemptiveScheduler:
                     break
             if nodes is None:
                 if not self.backfill:
-                    blocked.add(cluster)
+                    blocked.update(range(len(view.fleet.cluster_names)) if cluster is None else (cluster,))
                 continue
             starts.append(Start(job_id, nodes))
         return Decision(tuple(starts), tuple(preempted))

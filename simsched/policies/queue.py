@@ -15,20 +15,23 @@ from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 
 
-def place_job(job: JobView, cluster: int, groups: dict, placement: Placement, free: list[int],
-              failed: set[tuple] | None = None) -> tuple[int, ...] | None:
+def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
+              failed: set[tuple] | None = None, skip: set[int] | frozenset = frozenset(),
+              ) -> tuple[int, ...] | None:
     """Place ``job``'s workers in ``cluster`` on the fastest GPU type that fits now.
 
-    ``failed`` remembers (cluster, type, per_worker, workers) shapes that did not fit:
-    while ``free`` only shrinks they cannot fit later either, so they are skipped.
+    ``cluster`` None places fleet-wide (any cluster not in ``skip``, fastest type first):
+    a job without a home cluster under "home" allocation. ``failed`` remembers
+    (cluster, type, per_worker, workers) shapes that did not fit: while ``free`` only
+    shrinks they cannot fit later either, so they are skipped.
     """
     for option in job.options:
-        if option.cluster != cluster:
+        if option.cluster != cluster if cluster is not None else option.cluster in skip:
             continue
-        shape = (cluster, option.gpu_type, option.per_worker, job.workers)
+        shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
         if failed is not None and shape in failed:
             continue
-        nodes = placement(groups[cluster, option.gpu_type], option.per_worker, job.workers, free)
+        nodes = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free)
         if nodes is not None:
             return nodes
         if failed is not None:
@@ -146,11 +149,12 @@ class QueueScheduler:
             cluster = signature[0]
             if cluster in blocked:
                 continue
-            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed)
+            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
+                                                                    blocked)
             if nodes is None:
                 failed_jobs.add(signature)
-                if not self.backfill:
-                    blocked.add(cluster)
+                if not self.backfill:  # a fleet-wide job (cluster None) heads every cluster's line
+                    blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
                         break
                 continue

@@ -1,4 +1,11 @@
-"""simsched's own job CSV (SPEC §5): ``job_id,submit,duration,gpus[,workers,weight,deadline,home_cluster,gpu_type]``."""
+"""simsched's own job CSV (SPEC §5): ``job_id,submit,duration,gpus[,workers,weight,deadline,home_cluster,gpu_type]``.
+
+UTF-8 (a byte-order mark is accepted). A row is bad -- skipped and counted,
+or with ``strict = true`` an error naming file and line -- when a number is
+not finite or beyond :data:`MAX_SECONDS`, a deadline precedes the submit
+time, a worker's GPU share above 1 is not whole, or ``home_cluster`` /
+``gpu_type`` name no cluster of the scenario / type of its catalog.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +20,27 @@ from simsched.workloads.registry import Params, ReadContext, reader
 from simsched.workloads.table import normalize
 
 REQUIRED = ("job_id", "submit", "duration", "gpus")
+#: times beyond ~3,000 years are typos or overflow, not workloads
+MAX_SECONDS = 1e11
+#: a job asking for more GPUs than this is a typo (every fleet is far smaller)
+MAX_GPUS = 1e6
+#: the engine counts milli-GPUs: a smaller share would round to nothing
+MIN_GPUS = 0.001
 OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types")
 
 
-def _number(text: str, column: str, *, integer: bool = False) -> float | int:
-    value = float(text)
+def _number(text: str, column: str, *, integer: bool = False, limit: float = MAX_SECONDS) -> float | int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"bad {column}: must be a number, got {text[:40]!r}") from None
     if math.isnan(value) or math.isinf(value):
-        raise ValueError(f"{column} must be a finite number, got {text!r}")
+        raise ValueError(f"bad {column}: must be a finite number, got {text!r}")
+    if abs(value) > limit:
+        raise ValueError(f"bad {column}: {text!r} is beyond {limit:g}")
     if integer:
         if not value.is_integer():
-            raise ValueError(f"{column} must be an integer, got {text!r}")
+            raise ValueError(f"bad {column}: must be an integer, got {text!r}")
         return int(value)
     return value
 
@@ -32,55 +50,91 @@ def read_csv(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
     """Read a job CSV with a header row; optional columns may be absent or empty."""
     params.finish()
     if not path.is_file():
-        raise InputError(f"{path}: file not found")
+        raise InputError(f"{path}: {'is a folder; give a job CSV file' if path.is_dir() else 'file not found'}")
     rows: dict[str, list] = {c: [] for c in REQUIRED + OPTIONAL}
     seen: set[str] = set()
-    with path.open(newline="", encoding="utf-8") as fh:
-        table = csv.reader(fh)
-        header = [h.strip() for h in next(table, [])]
-        missing = [c for c in REQUIRED if c not in header]
-        if missing:
-            raise InputError(f"{path}:1: missing column(s) {', '.join(missing)}; the header must have "
-                             f"{','.join(REQUIRED)} and optionally {','.join(OPTIONAL)}")
-        unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
-        if unknown:
-            raise InputError(f"{path}:1: unknown column {unknown[0]!r}; valid: {', '.join(REQUIRED + OPTIONAL)}")
-        position = {c: header.index(c) for c in header}
-        for line, values in enumerate(table, start=2):
-            if not values or all(not v.strip() for v in values):
-                continue
-            ctx.report.rows_read += 1
-            if len(values) != len(header):
-                ctx.bad_row(path, line, f"expected {len(header)} fields, got {len(values)}")
-                continue
-            cell = {c: values[i].strip() for c, i in position.items()}
-            try:
-                job_id = cell["job_id"]
-                if not job_id:
-                    raise ValueError("empty job_id")
-                if job_id in seen:
-                    raise ValueError(f"duplicate job_id {job_id!r}")
-                submit = _number(cell["submit"], "submit")
-                duration = _number(cell["duration"], "duration")
-                gpus = _number(cell["gpus"], "gpus")
-                if submit < 0 or duration < 0:
-                    raise ValueError("negative submit or duration")
-                if gpus <= 0:
-                    raise ValueError("non-positive gpus")
-                workers = _number(cell["workers"], "workers", integer=True) if cell.get("workers") else pd.NA
-                if workers is not pd.NA and workers < 1:
-                    raise ValueError("workers must be >= 1")
-                weight = _number(cell["weight"], "weight", integer=True) if cell.get("weight") else pd.NA
-                if weight is not pd.NA and weight < 1:
-                    raise ValueError("weight must be an integer >= 1")
-                deadline = _number(cell["deadline"], "deadline") if cell.get("deadline") else math.nan
-            except ValueError as exc:
-                ctx.bad_row(path, line, str(exc))
-                continue
-            seen.add(job_id)
-            for c, v in (("job_id", job_id), ("submit", submit), ("duration", duration), ("gpus", gpus),
-                         ("workers", workers), ("weight", weight), ("deadline", deadline)):
-                rows[c].append(v)
-            for c in ("home_cluster", "gpu_type", "allowed_types"):
-                rows[c].append(cell.get(c) or None)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            _read_rows(path, csv.reader(fh), ctx, rows, seen)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a UTF-8 text file (byte 0x{exc.object[exc.start]:02x} at offset "
+                         f"{exc.start}); save it as UTF-8") from None
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a readable CSV: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     return normalize(pd.DataFrame(rows))
+
+
+def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen: set[str]) -> None:
+    try:
+        header = [h.strip() for h in next(table, [])]
+    except csv.Error as exc:
+        raise InputError(f"{path}:1: not a readable CSV header: {exc}") from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"{path}:1: missing column(s) {', '.join(missing)}; the header must have "
+                         f"{','.join(REQUIRED)} and optionally {','.join(OPTIONAL)}")
+    unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise InputError(f"{path}:1: unknown column {unknown[0]!r}; valid: {', '.join(REQUIRED + OPTIONAL)}")
+    position = {c: header.index(c) for c in header}
+    while True:
+        line = table.line_num + 1
+        try:
+            values = next(table)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # e.g. a field over the csv module's 128 KB limit
+            raise InputError(f"{path}:{line}: not a readable CSV row: {exc}") from None
+        if not values or all(not v.strip() for v in values):
+            continue
+        ctx.report.rows_read += 1
+        if len(values) != len(header):
+            ctx.bad_row(path, line, f"wrong field count: expected {len(header)} fields, got {len(values)}")
+            continue
+        cell = {c: values[i].strip() for c, i in position.items()}
+        try:
+            job_id = cell["job_id"]
+            if not job_id:
+                raise ValueError("empty job_id")
+            if job_id in seen:
+                raise ValueError(f"duplicate job_id: {job_id!r}")
+            submit = _number(cell["submit"], "submit")
+            duration = _number(cell["duration"], "duration")
+            gpus = _number(cell["gpus"], "gpus", limit=MAX_GPUS)
+            if submit < 0 or duration < 0:
+                raise ValueError("negative submit or duration")
+            if gpus <= 0:
+                raise ValueError(f"non-positive gpus: got {cell['gpus']!r}")
+            if gpus < MIN_GPUS:
+                raise ValueError(f"bad gpus: {cell['gpus']!r} is below the smallest share, {MIN_GPUS:g} GPU")
+            workers = _number(cell["workers"], "workers", integer=True, limit=MAX_GPUS) \
+                if cell.get("workers") else pd.NA
+            if workers is not pd.NA and workers < 1:
+                raise ValueError(f"bad workers: must be >= 1, got {cell['workers']!r}")
+            if workers is not pd.NA and gpus / workers > 1 and not (gpus / workers).is_integer():
+                raise ValueError(f"bad workers: gpus {gpus:g} over {workers} workers gives {gpus / workers:.4g} GPUs per "
+                                 "worker; a share above 1 GPU must be whole")
+            weight = _number(cell["weight"], "weight", integer=True, limit=2**31) if cell.get("weight") else pd.NA
+            if weight is not pd.NA and weight < 1:
+                raise ValueError(f"bad weight: must be an integer >= 1, got {cell['weight']!r}")
+            deadline = _number(cell["deadline"], "deadline") if cell.get("deadline") else math.nan
+            if deadline < submit:
+                raise ValueError(f"bad deadline: {deadline:g} is before submit {submit:g}")
+            home = cell.get("home_cluster")
+            if home and ctx.clusters is not None and home not in ctx.clusters:
+                raise ValueError(f"unknown home_cluster: {home!r}; clusters: {', '.join(ctx.clusters)}")
+            gpu_type = cell.get("gpu_type")
+            if gpu_type and ctx.gpu_types is not None and gpu_type not in ctx.gpu_types:
+                raise ValueError(f"unknown gpu_type: {gpu_type!r}; add it with [[gpu_type]] or use one of "
+                                 f"{', '.join(sorted(ctx.gpu_types))}")
+        except ValueError as exc:
+            ctx.bad_row(path, line, str(exc), category=str(exc).split(":")[0])
+            continue
+        seen.add(job_id)
+        for c, v in (("job_id", job_id), ("submit", submit), ("duration", duration), ("gpus", gpus),
+                     ("workers", workers), ("weight", weight), ("deadline", deadline)):
+            rows[c].append(v)
+        for c in ("home_cluster", "gpu_type", "allowed_types"):
+            rows[c].append(cell.get(c) or None)

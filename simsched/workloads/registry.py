@@ -11,6 +11,7 @@ Every option a function does not read is reported as unknown by
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,12 +63,16 @@ class ReadContext:
 
     strict: bool = False
     report: SkipReport = field(default_factory=SkipReport)
+    #: the scenario's cluster names and GPU catalog, for row checks (None: not known, not checked)
+    clusters: tuple[str, ...] | None = None
+    gpu_types: tuple[str, ...] | None = None
 
-    def bad_row(self, path: Path | str, line: int, reason: str) -> None:
-        """Count a bad row, or raise naming file and line when strict (SPEC §5)."""
+    def bad_row(self, path: Path | str, line: int, reason: str, category: str | None = None) -> None:
+        """Count a bad row (under ``category``, default the reason), or raise naming file and line
+        when strict (SPEC §5)."""
         if self.strict:
             raise InputError(f"{path}:{line}: {reason} (strict = true; set strict = false to skip such rows)")
-        self.report.skip(reason)
+        self.report.skip(category or reason)
 
 
 class Params:
@@ -120,6 +125,8 @@ class Params:
         if not ok:
             names = " or ".join(_type_name(k) for k in kinds)
             raise self.error(name, f"must be {names}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # nan/inf pass every range check
+            raise self.error(name, f"must be a finite number, got {value!r}")
         if choices is not None and value not in choices:
             raise self.error(name, f"unknown value {value!r}; valid: {', '.join(map(str, choices))}")
         if min_value is not None and isinstance(value, (int, float)):
@@ -144,6 +151,8 @@ class Params:
         for v in value:
             if not isinstance(v, item) or isinstance(v, bool):
                 raise self.error(name, f"every item must be {_type_name(item)}, got {v!r}")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise self.error(name, f"every item must be a finite number, got {v!r}")
         return list(value)
 
     def sub(self, name: str) -> Params:
@@ -157,6 +166,10 @@ class Params:
         out = {k: v for k, v in self._table.items() if k not in exclude}
         self._used.update(out)
         return out
+
+    def allow(self, *names: str) -> None:
+        """Keys read elsewhere (by the layer that handed these options on): listed as valid."""
+        self._used.update(names)
 
     def finish(self) -> None:
         """Raise on keys nobody read: a typo must not pass silently."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from simsched import limits
 from simsched.model import Fleet
+from simsched.workloads.csv_reader import MAX_SECONDS
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize
 
@@ -19,14 +21,15 @@ def generate_simple(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
     that fraction of the fleet's GPUs, rate = load x GPUs / E[g x d].
     """
     jobs = params.get("jobs", int, 100, min_value=1)
+    limits.check_memory(f"{params.file}: {params.key('jobs')}", "jobs", jobs, limits.BYTES_PER_JOB)
     sizes = params.get_list("gpus", int, [1, 2, 4, 8])
     if not sizes or min(sizes) < 1:
         raise params.error("gpus", f"must be a non-empty list of integers >= 1, got {sizes!r}")
     weights = params.get_list("gpu_weights", (int, float), [1.0] * len(sizes))
     if len(weights) != len(sizes) or min(weights) < 0 or sum(weights) <= 0:
         raise params.error("gpu_weights", "must give one non-negative weight per entry of gpus")
-    mean_duration = params.get("mean_duration_s", float, 3600.0, min_value=1)
-    load = params.get("load", float, 0.9, min_value=0, exclusive_min=True)
+    mean_duration = params.get("mean_duration_s", float, 3600.0, min_value=1, max_value=MAX_SECONDS)
+    load = params.get("load", float, 0.9, min_value=0, exclusive_min=True, max_value=limits.MAX_LOAD)
     params.finish()
     p = np.asarray(weights, float) / sum(weights)
     gpus = rng.choice(np.asarray(sizes, float), size=jobs, p=p)

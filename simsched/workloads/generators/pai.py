@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from simsched import limits
 from simsched.errors import InputError
 from simsched.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load, sample_quantile_table
@@ -81,7 +82,8 @@ def fleet_type_nodes(fleet: Fleet) -> dict[str, int]:
 def generate_pai(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd.DataFrame:
     """PAI-like jobs against ``fleet`` at a target offered load."""
     n_jobs = params.get("jobs", int, 1000, min_value=1)
-    load = params.get("load", float, 0.9, min_value=0.0, exclusive_min=True)
+    limits.check_memory(f"{params.file}: {params.key('jobs')}", "jobs", n_jobs, limits.BYTES_PER_JOB)
+    load = params.get("load", float, 0.9, min_value=0.0, exclusive_min=True, max_value=limits.MAX_LOAD)
     max_gpus = params.get("max_gpus", float, float(fleet.largest_node), min_value=0.0, exclusive_min=True)
     params.finish()
     if fleet.total_gpus == 0:

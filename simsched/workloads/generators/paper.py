@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from simsched import limits
 from simsched.errors import InputError
 from simsched.model import ClusterSpec, Fleet
 from simsched.workloads.registry import Params, generator
@@ -107,9 +108,11 @@ def lambda_max(nodes: int, gpus_per_node: int, total_gpus: int) -> float:
 def generate_paper(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd.DataFrame:
     """The Table II workload, one arrival stream per cluster of ``fleet``."""
     jobs_per_node = params.get("jobs_per_node", int, 10, min_value=1)
+    limits.check_memory(f"{params.file}: {params.key('jobs_per_node')}", "jobs",
+                        jobs_per_node * sum(g.count for c in fleet.clusters for g in c.nodes), limits.BYTES_PER_JOB)
     arrival = params.get("arrival", str, "poisson", choices=ARRIVALS)
     if arrival == "uniform":
-        interval_s = params.get("interval_s", float, min_value=0.0, exclusive_min=True)
+        interval_s = params.get("interval_s", float, min_value=0.0, exclusive_min=True, max_value=1e9)
         if params.has("load"):
             raise params.error("load", 'is only used with arrival = "poisson"; set interval_s instead')
         load = 1.0
@@ -117,7 +120,7 @@ def generate_paper(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd
         if params.has("interval_s"):
             raise params.error("interval_s", 'is only used with arrival = "uniform"')
         interval_s = 0.0
-        load = params.get("load", float, 1.0, min_value=0.0, exclusive_min=True)
+        load = params.get("load", float, 1.0, min_value=0.0, exclusive_min=True, max_value=limits.MAX_LOAD)
     params.finish()
 
     streams = rng.spawn(len(fleet.clusters))

@@ -12,10 +12,13 @@ dropped, shares renormalised); durations from their bucket's quantile table
 ``vcs`` VC shares; submit times by :func:`arrivals_for_load`, so the offered
 load sum(g d) / (fleet GPUs x span) equals ``load`` exactly and busy hours of
 the week get more arrivals (``diurnal = false`` for a flat rate). Choices:
-VC is drawn independently of size and duration; ``workers``, ``weight``,
-``deadline`` and ``gpu_type`` are left empty (the SPEC §2 worker rule and
-field synthesis fill them); the default ``max_gpus`` is the GPUs of the
-largest cluster, since a job never spans clusters.
+VC is drawn independently of size and duration; ``workers``, ``weight`` and
+``deadline`` are left empty (the SPEC §2 worker rule and field synthesis
+fill them); the default ``max_gpus`` is the GPUs of the largest cluster,
+since a job never spans clusters. ``gpu_type`` is the type the figures were
+measured on, Philly's 24 GB GPUs (:data:`CALIBRATED_TYPE`), when the fleet
+has that type (so heterogeneous placement rescales speed and memory); on a
+fleet without it the jobs stay untyped (they run anywhere at one speed).
 """
 
 from __future__ import annotations
@@ -27,11 +30,15 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from simsched import limits
 from simsched.errors import InputError
 from simsched.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load, sample_quantile_table
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize
+
+#: the GPU type the Philly figures were measured on (the 8 x 24 GB machines hold most GPUs)
+CALIBRATED_TYPE = "8x24"
 
 
 @cache
@@ -55,7 +62,8 @@ def generate_philly(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
     """Philly-like jobs against ``fleet`` at a target offered load."""
     stats = philly_stats()
     n_jobs = params.get("jobs", int, 1000, min_value=1)
-    load = params.get("load", float, 0.9, min_value=0.0, exclusive_min=True)
+    limits.check_memory(f"{params.file}: {params.key('jobs')}", "jobs", n_jobs, limits.BYTES_PER_JOB)
+    load = params.get("load", float, 0.9, min_value=0.0, exclusive_min=True, max_value=limits.MAX_LOAD)
     n_vcs = params.get("vcs", int, 0, min_value=0, max_value=len(stats["vc_shares"]))
     largest_cluster = max((c.total_gpus for c in fleet.clusters), default=0)
     max_gpus = params.get("max_gpus", int, largest_cluster, min_value=1)
@@ -96,6 +104,7 @@ def generate_philly(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
                 "duration": durations,
                 "gpus": gpus.astype(float),
                 "home_cluster": home,
+                "gpu_type": CALIBRATED_TYPE if CALIBRATED_TYPE in fleet.type_names() else None,
             }
         )
     )

@@ -1,0 +1,81 @@
+"""``python -m simsched experiment SPEC.toml [--preset P] [--out DIR] [--workers N | --executor ray]
+[--resume]``: run a grid, record every run as it ends, print and write the statistics."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from simsched.cli_args import Parser, add_plot_flags, check_plot_flags, positive_int
+
+
+def _parser() -> Parser:
+    p = Parser(prog="python -m simsched experiment",
+               description="Run an experiment spec (a grid of scenarios x schedulers x seeds x EA streams x "
+                           "overrides) into a resumable result store; print and write its statistics.")
+    p.add_argument("spec", help="experiment spec TOML (see docs/experiment.md, experiments/paper/)")
+    p.add_argument("--preset", metavar="NAME", help="merge the spec's [preset.NAME] table (e.g. quick, full)")
+    p.add_argument("--out", metavar="DIR",
+                   help="result folder (default: results/<spec name>[-<preset>] in the working directory)")
+    p.add_argument("--workers", type=positive_int,
+                   help=f"local worker processes (default: CPU count, {os.cpu_count()}); 1 = no subprocesses")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local processes (default) or Ray (pip install -e '.[ray]')")
+    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the experiment in DIR: runs already in results.csv are skipped")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
+    return p
+
+
+def experiment_command(argv: list[str]) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from simsched.errors import InputError
+    from simsched.experiment.runner import ExperimentInterrupted, run_experiment
+    from simsched.experiment.spec import load_spec
+    from simsched.experiment.stats import compute
+    from simsched.experiment.store import read_jobs
+    from simsched.experiment.tables import rich_tables, write_tables
+
+    args = _parser().parse_args(argv)
+    if args.address and args.executor != "ray":
+        raise InputError("python -m simsched experiment: --address needs --executor ray")
+    spec = load_spec(args.spec, args.preset)
+    out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
+    args.out = str(out)  # the default folder counts as given for --plots/--report
+    pictures = check_plot_flags(args, "python -m simsched experiment")
+    where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume)
+    err = Console(stderr=True)
+    try:
+        if args.quiet:
+            run = run_experiment(spec, out, **where)
+        else:
+            with Progress(console=err, transient=True) as bar:
+                task = bar.add_task(f"{spec.name}: runs", total=None)
+                run = run_experiment(spec, out, **where,
+                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except ExperimentInterrupted as exc:
+        print(str(exc), file=sys.stderr)
+        return 130
+    jobs = read_jobs(out, run.results, spec.sweep_keys) if "jobs" in spec.record else None
+    stats = compute(run.results, spec, run.decisions, jobs)
+    title = spec.name + (f" (preset {spec.preset})" if spec.preset else "")
+    paths = write_tables(stats, spec, out, title)
+    if pictures:
+        from simsched.plots.cli import draw
+
+        paths += draw(out, fmt=args.plot_format, plots=args.plots, report=args.report, metric=spec.metric,
+                      schedulers=list(spec.scheduler_names))
+    if not args.quiet:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=140)
+        for table in rich_tables(stats, spec, title):
+            console.print(table)
+        err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now); "
+                  f"wrote {out / 'results.csv'}, " + ", ".join(p.name for p in paths))
+    return 0

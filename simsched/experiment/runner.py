@@ -1,0 +1,155 @@
+"""Run an experiment's tasks serially, on local processes or on Ray, recording each as it ends.
+
+:func:`execute` runs one :class:`~simsched.experiment.grid.RunTask` in a worker
+and returns plain data; the driver (:func:`run_experiment`) appends it to the
+store as soon as it arrives. The tables are computed from the store, with the
+rows put back in plan order, so they are the same whatever the executor, the
+worker count or the number of times the experiment was resumed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simsched.experiment.grid import RunTask, check_runs, plan
+from simsched.experiment.spec import ExperimentSpec
+from simsched.experiment.store import ResultStore, read_decisions, read_results
+from simsched.parallel import TaskRunner
+
+#: summary entries that are not metrics of the run (provenance, flags)
+NOT_METRICS = ("seed", "partial", "wall_time_s")
+
+
+class TimedScheduler:
+    """Wraps a scheduler: records (queued jobs, wall seconds) for every ``decide`` call."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.samples: list[tuple[int, float]] = []
+
+    def decide(self, view: Any) -> Any:
+        queued = view.queue_length
+        started = time.perf_counter()
+        decision = self.inner.decide(view)
+        self.samples.append((queued, time.perf_counter() - started))
+        return decision
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def metrics_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """Every numeric top-level entry of a run summary, in the summary's order."""
+    return {key: value for key, value in summary.items()
+            if key not in NOT_METRICS and isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+def execute(task: RunTask) -> dict[str, Any]:
+    """Run one task (in a worker process or on a Ray node) and return its row and records."""
+    from simsched.api import simulation
+
+    started = time.perf_counter()
+    ready = simulation(task.resolved)
+    timed = None
+    if "decisions" in task.record:
+        timed = TimedScheduler(ready.engine.scheduler)
+        ready.engine.scheduler = timed
+    result = ready.run()
+    wall = time.perf_counter() - started
+    identity = {"run_id": task.run_id, "scenario": task.scenario, "instance": task.instance,
+                "scheduler": task.scheduler, "seed": task.seed, "ea_stream": task.ea_stream,
+                "scenario_hash": task.scenario_hash, "wall_s": round(wall, 3)}
+    return {
+        "partial": result.partial,
+        "identity": identity,
+        "point": dict(task.point),
+        "metrics": metrics_of(result.summary),
+        "decisions": timed.samples if timed is not None else None,
+        "jobs": result.jobs if "jobs" in task.record else None,
+    }
+
+
+class ExperimentInterrupted(Exception):
+    """Ctrl-C during an experiment: ``recorded`` runs are in the store, the rest can be resumed."""
+
+    def __init__(self, recorded: int, total: int, folder: Path) -> None:
+        super().__init__(f"interrupted: {recorded} of {total} runs recorded in {folder}; "
+                         "run again with --resume to finish")
+        self.recorded = recorded
+        self.total = total
+
+
+@dataclass
+class ExperimentRun:
+    """What :func:`run_experiment` produced: the plan, the rows in plan order, the decisions."""
+
+    spec: ExperimentSpec
+    tasks: list[RunTask]
+    results: pd.DataFrame
+    decisions: pd.DataFrame
+    folder: Path
+    skipped: int  # runs already finished before this call (--resume)
+    ran: int
+
+
+def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None = None,
+                   executor: str = "local", address: str | None = None, resume: bool = False,
+                   progress: Callable[[int, int], None] | None = None) -> ExperimentRun:
+    """Run every task of ``spec`` not yet in the store under ``out`` and return all rows.
+
+    Raises :class:`ExperimentInterrupted` on Ctrl-C after recording every run that finished.
+    """
+    tasks = plan(spec)
+    check_runs(spec, tasks)
+    store = ResultStore(out, spec.sweep_keys)
+    finished = store.open(resume)
+    todo = [task for task in tasks if task.run_id not in finished]
+    skipped = len(tasks) - len(todo)
+    if executor == "local":
+        workers = max(1, min(workers or os.cpu_count() or 1, max(1, len(todo))))
+    else:
+        workers = workers or os.cpu_count() or 1
+    recorded = 0
+    if progress:
+        progress(skipped, len(tasks))
+    try:
+        with TaskRunner(executor, workers, address) as runner:
+            for _, row in runner.imap_unordered(execute, [(task,) for task in todo]):
+                if row["partial"]:  # a worker interrupted mid-run: never recorded as finished
+                    continue
+                store.add(row["identity"], row["point"], row["metrics"], row["decisions"], row["jobs"])
+                recorded += 1
+                if progress:
+                    progress(skipped + recorded, len(tasks))
+    except KeyboardInterrupt:
+        raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out)) from None
+    results, decisions = load_rows(out, tasks)
+    return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded)
+
+
+def load_rows(out: str | Path, tasks: list[RunTask]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The store's rows of these tasks, in plan order (stale rows of other runs are left out)."""
+    order = {task.run_id: i for i, task in enumerate(tasks)}
+    results = read_results(out)
+    results = results[results["run_id"].isin(order)].copy()
+    results["_order"] = results["run_id"].map(order)
+    results = results.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+    decisions = read_decisions(out)
+    if len(decisions):
+        decisions = decisions[decisions["run_id"].isin(order)].copy()
+        decisions["_order"] = decisions["run_id"].map(order)
+        decisions = decisions.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+    missing = len(order) - len(results)
+    if missing:
+        from simsched.errors import SimschedError
+
+        raise SimschedError(f"{Path(out)}: {missing} of {len(order)} runs have no results row")
+    return results, decisions
+

@@ -1,0 +1,203 @@
+"""The result store of an experiment folder, written one finished run at a time.
+
+- ``results.csv``: one row per finished run. Columns: ``run_id, scenario,
+  instance, scheduler, seed, ea_stream, scenario_hash, wall_s``, one column per
+  swept key (named like ``workload.load``), then every numeric summary metric.
+- ``decisions.csv`` (``record = ["decisions"]``): ``run_id, scheduler,
+  queued, seconds``, one row per scheduling decision (queued jobs at the
+  decision, wall seconds the scheduler took).
+- ``jobs/<run_id>.csv`` (``record = ["jobs"]``): the run's per-job table.
+
+Atomicity: a run's extra records are written first (``jobs/`` by rename,
+decision rows appended), its ``results.csv`` row last, as one ``os.write``
+of a whole line on a file opened with ``O_APPEND`` and then fsynced. So a
+row in results.csv always means a finished run with all of its records;
+an interrupted run leaves no row. On ``--resume`` the store drops a torn
+last line and the decision rows of runs without a results row, then skips
+every run whose ``run_id`` has a row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simsched.errors import InputError
+
+IDENTITY_COLUMNS = ("run_id", "scenario", "instance", "scheduler", "seed", "ea_stream", "scenario_hash", "wall_s")
+DECISION_COLUMNS = ("run_id", "scheduler", "queued", "seconds")
+RESULTS = "results.csv"
+DECISIONS = "decisions.csv"
+JOBS = "jobs"
+
+
+def _line(values: Sequence[Any]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(["" if v is None else _text(v) for v in values])
+    return buffer.getvalue().encode()
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append ``data`` with one write on an O_APPEND descriptor, then fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically (temporary file + rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class ResultStore:
+    """The files of one experiment folder."""
+
+    def __init__(self, folder: str | Path, sweep_keys: Sequence[str]) -> None:
+        self.folder = Path(folder)
+        self.sweep_keys = tuple(sweep_keys)
+        self.columns: tuple[str, ...] | None = None  # fixed by the first row written or read
+
+    @property
+    def results_path(self) -> Path:
+        return self.folder / RESULTS
+
+    @property
+    def decisions_path(self) -> Path:
+        return self.folder / DECISIONS
+
+    def jobs_path(self, run_id: str) -> Path:
+        return self.folder / JOBS / f"{run_id}.csv"
+
+    def open(self, resume: bool) -> set[str]:
+        """Make the folder ready; returns the run_ids already finished (empty unless ``resume``).
+
+        Without ``resume`` an existing results.csv is an error: nothing already computed is
+        overwritten.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            if self.results_path.exists():
+                raise InputError(f"{self.results_path} exists: pass --resume to continue that experiment, "
+                                 "or choose another --out folder")
+            for stale in (self.decisions_path,):
+                if stale.exists():
+                    stale.unlink()
+            return set()
+        finished = self._repair_results()
+        self._repair_decisions(finished)
+        return finished
+
+    def _repair_results(self) -> set[str]:
+        if not self.results_path.exists():
+            return set()
+        raw = self.results_path.read_bytes()
+        text = raw.decode()
+        torn = not text.endswith("\n")
+        rows = list(csv.reader(io.StringIO(text)))
+        if not rows:
+            return set()
+        header = tuple(rows[0])
+        expected_start = IDENTITY_COLUMNS + self.sweep_keys
+        if header[: len(expected_start)] != expected_start:
+            raise InputError(f"{self.results_path}: its columns {', '.join(header[:len(expected_start)])} do "
+                             f"not match this spec's ({', '.join(expected_start)}): another experiment wrote it; "
+                             "choose another --out folder")
+        self.columns = header
+        good = [row for row in rows[1:] if len(row) == len(header)]
+        if torn and rows[1:] and len(rows[-1]) == len(header):
+            good = good[:-1]  # the last line has no newline: its write did not complete
+        if torn or len(good) != len(rows) - 1:
+            _rewrite(self.results_path, b"".join(_line(r) for r in [list(header), *good]))
+        return {row[0] for row in good}
+
+    def _repair_decisions(self, finished: set[str]) -> None:
+        if not self.decisions_path.exists():
+            return
+        text = self.decisions_path.read_text()
+        rows = list(csv.reader(io.StringIO(text)))
+        if not text.endswith("\n") and rows:
+            rows = rows[:-1]
+        kept = [row for row in rows[1:] if len(row) == len(DECISION_COLUMNS) and row[0] in finished]
+        if len(kept) != len(rows) - 1 or not text.endswith("\n"):
+            _rewrite(self.decisions_path, b"".join(_line(r) for r in [list(DECISION_COLUMNS), *kept]))
+
+    def add(self, identity: dict[str, Any], point: dict[str, Any], metrics: dict[str, Any],
+            decisions: Iterable[tuple[int, float]] | None = None, jobs: pd.DataFrame | None = None) -> None:
+        """Record one finished run: its extra records first, its results row last."""
+        run_id = identity["run_id"]
+        if jobs is not None:
+            path = self.jobs_path(run_id)
+            path.parent.mkdir(exist_ok=True)
+            _rewrite(path, jobs.to_csv(index=False).encode())
+        if decisions is not None:
+            lines = [_line((run_id, identity["scheduler"], queued, seconds)) for queued, seconds in decisions]
+            if not self.decisions_path.exists() or self.decisions_path.stat().st_size == 0:
+                lines.insert(0, _line(DECISION_COLUMNS))
+            _append(self.decisions_path, b"".join(lines))
+        columns = IDENTITY_COLUMNS + self.sweep_keys + tuple(metrics)
+        row = {**identity, **point, **metrics}
+        data = b""
+        if self.columns is None:
+            self.columns = columns
+            if not self.results_path.exists() or self.results_path.stat().st_size == 0:
+                data = _line(columns)
+        if set(columns) != set(self.columns):
+            raise InputError(f"{self.results_path}: a run reports the columns {', '.join(columns)}, "
+                             f"the file has {', '.join(self.columns)}; choose another --out folder")
+        _append(self.results_path, data + _line([row[c] for c in self.columns]))
+
+
+def read_results(folder: str | Path) -> pd.DataFrame:
+    """results.csv as a DataFrame (``ea_stream`` is empty for schedulers without an EA stream)."""
+    path = Path(folder) / RESULTS
+    if not path.exists():
+        raise InputError(f"{path}: not found (run the experiment first)")
+    return pd.read_csv(path, dtype={"run_id": str, "scenario": str, "instance": str, "scheduler": str,
+                                    "scenario_hash": str})
+
+
+def read_decisions(folder: str | Path) -> pd.DataFrame:
+    """decisions.csv as a DataFrame (run_id, scheduler, queued, seconds); empty when absent."""
+    path = Path(folder) / DECISIONS
+    if not path.exists():
+        return pd.DataFrame(columns=list(DECISION_COLUMNS))
+    return pd.read_csv(path, dtype={"run_id": str, "scheduler": str})
+
+
+def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[str]) -> pd.DataFrame:
+    """The per-job tables (``record = ["jobs"]``) of the runs in ``results``, with each run's
+    run_id, scheduler and swept values as leading columns; empty when none were recorded."""
+    frames = []
+    for row in results[["run_id", "scheduler", *sweep_keys]].to_dict("records"):
+        path = Path(folder) / JOBS / f"{row['run_id']}.csv"
+        if not path.exists():
+            continue
+        jobs = pd.read_csv(path)
+        for key, value in reversed(list(row.items())):
+            jobs.insert(0, key, value)
+        frames.append(jobs)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

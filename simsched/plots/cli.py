@@ -1,0 +1,217 @@
+"""``python -m simsched plot OUT [--format png|svg] [--report]`` and the ``--plots``/``--report`` flags.
+
+OUT is what a command wrote: a run's ``--out`` folder (summary.json, jobs.csv ...),
+a ``compare --out`` folder (compare_runs.csv), an ``experiment`` folder
+(results.csv), or the JSON file ``learn --out`` wrote. Figures go to
+``OUT/plots/NAME.FORMAT`` (for a learned file: ``FILE_plots/``); the report to
+``OUT/report.html`` (for a learned file: ``FILE_plots/report.html``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simsched.cli_args import Parser
+from simsched.errors import InputError
+from simsched.plots import require
+from simsched.plots.report import FORMATS
+
+KINDS = ("run", "compare", "experiment", "learn")
+
+
+def _parser() -> Parser:
+    p = Parser(prog="python -m simsched plot",
+               description="Draw the figures of a run, compare, experiment or learn output "
+                           "(needs the plots extra: pip install -e '.[plots]').")
+    p.add_argument("output", help="a run/compare/experiment --out folder, or a learned priority .json file")
+    p.add_argument("--format", choices=FORMATS, default="png", help="figure file format (default png)")
+    p.add_argument("--report", action="store_true", help="also write a self-contained report.html")
+    p.add_argument("--metric", help="experiment folders: the metric of rank bars and sweep lines "
+                                    "(default: objective, as experiment specs)")
+    return p
+
+
+def plot_command(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    require()
+    paths = draw(args.output, fmt=args.format, report=args.report, metric=args.metric)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def kind_of(output: str | Path) -> str:
+    """Which command wrote ``output`` (by the files it holds); InputError naming what is expected."""
+    path = Path(output)
+    if path.is_file() and path.suffix == ".json":
+        return "learn"
+    if not path.is_dir():
+        raise InputError(f"python -m simsched plot: {path}: no such folder or .json file")
+    if (path / "results.csv").is_file():
+        return "experiment"
+    if (path / "compare_runs.csv").is_file():
+        return "compare"
+    if (path / "summary.json").is_file() and (path / "jobs.csv").is_file():
+        return "run"
+    raise InputError(f"python -m simsched plot: {path}: holds none of summary.json + jobs.csv (run), "
+                     "compare_runs.csv (compare), results.csv (experiment)")
+
+
+def draw(output: str | Path, *, fmt: str = "png", plots: bool = True, report: bool = False,
+         metric: str | None = None, schedulers: list[str] | None = None) -> list[Path]:
+    """Figures (when ``plots``) and the report (when ``report``) of one output; the paths written.
+    ``metric`` and ``schedulers`` (their order) are the experiment spec's (ignored for other outputs)."""
+    kind = kind_of(output)
+    path = Path(output)
+    folder = path.parent / f"{path.stem}_plots" if kind == "learn" else path
+    try:
+        if kind == "experiment":
+            return _experiment(path, folder, fmt, plots, report, metric, schedulers)
+        return _DRAWERS[kind](path, folder, fmt, plots, report)
+    except FileNotFoundError as exc:
+        raise InputError(f"python -m simsched plot: {path}: missing {Path(exc.filename).name} "
+                         f"(written by {kind}; docs/outputs.md)") from None
+
+
+def _finish(figures: dict[str, Any], folder: Path, fmt: str, plots: bool, report: bool,
+            report_args: dict[str, Any]) -> list[Path]:
+    from simsched.plots.report import save_figures, write_report
+
+    paths: list[Path] = []
+    if plots:
+        paths += save_figures(figures, folder / "plots", fmt, close=not report)
+    if report:
+        paths.append(write_report(folder / "report.html", figures=figures, **report_args))
+    return paths
+
+
+# -- run -----------------------------------------------------------------------------------
+def _run(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> list[Path]:
+    from simsched.plots.run import load_run, run_figures
+
+    tables = load_run(path)
+    summary = tables["summary"]
+    figures = run_figures(tables)
+    scheduler = summary.get("scheduler", {})
+    meta = [("scenario", summary.get("scenario", "")), ("scenario file", summary.get("scenario_file", "")),
+            ("scenario sha256", summary.get("scenario_sha256", "")), ("seed", summary.get("seed", "")),
+            ("scheduler", ", ".join(f"{k}={v}" for k, v in scheduler.items())),
+            ("jobs", summary.get("jobs", "")), ("simulated until (s)", f"{summary.get('simulated_until', 0):,.0f}"),
+            ("decisions", summary.get("decisions", "")), ("wall time (s)", f"{summary.get('wall_time_s', 0):.2f}"),
+            ("partial", summary.get("partial", False))]
+    texts = []
+    scenario_file = Path(str(summary.get("scenario_file", "")))
+    if scenario_file.is_file():
+        texts.append((f"Scenario ({scenario_file.name})", scenario_file.read_text(encoding="utf-8")))
+    return _finish(figures, folder, fmt, plots, report, dict(
+        title=f"simsched run: {summary.get('scenario', path.name)}", meta=meta,
+        tables=[_run_metric_table(summary)], captions=RUN_CAPTIONS, texts=texts))
+
+
+RUN_CAPTIONS = {
+    "cdf": "CDFs of job completion time and queue time (completed jobs; log x).",
+    "queue": "Jobs queued and running after every change (timeline.csv, fleet rows).",
+    "utilization": "Busy GPUs / GPUs per cluster and GPU type (timeline.csv), fleet dashed.",
+    "gantt": "One lane per node (lane height = its GPUs); one bar per worker and run spell, coloured by job.",
+    "wait_by_weight": "Mean queue time per weight class with a 95% CI of the mean (the paper's Fig. 5).",
+}
+
+
+def _run_metric_table(summary: dict) -> str:
+    from simsched.metrics import SUMMARY_METRICS
+    from simsched.plots.report import table_html
+
+    def cell(fmt: str, value: Any) -> str:  # None/NaN: not applicable (e.g. no job has a deadline)
+        return "n/a" if value is None or value != value else fmt.format(value)
+
+    clusters = summary.get("per_cluster", {})
+    rows = []
+    for key, label, _, fmt in SUMMARY_METRICS:
+        if key not in summary:  # written by an older simsched
+            continue
+        row = {"metric": label, "all": cell(fmt, summary[key])}
+        if len(clusters) > 1:
+            for name, block in clusters.items():
+                row[name] = "" if key == "makespan" else cell(fmt, block.get(key))
+        rows.append(row)
+    return table_html(pd.DataFrame(rows), "Summary metrics (summary.json)")
+
+
+# -- compare -------------------------------------------------------------------------------
+def _compare(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> list[Path]:
+    from simsched.plots.compare import compare_figures, load_compare
+    from simsched.plots.report import table_html
+
+    data = load_compare(path)
+    runs = data["runs"]
+    meta = [("instances", ", ".join(dict.fromkeys(runs["instance"].astype(str)))),
+            ("seeds", ", ".join(str(s) for s in sorted(runs["seed"].unique()))),
+            ("schedulers", ", ".join(dict.fromkeys(runs["scheduler"].astype(str)))),
+            ("runs", len(runs))]
+    tables = []
+    if data["table"] is not None:
+        table = data["table"]
+        pivot = table.assign(cell=["n/a" if m != m else f"{m:,.4g} ± {s:,.3g}"
+                                   for m, s in zip(table["mean"], table["std"])])
+        pivot = pivot.pivot(index="label", columns="scheduler", values="cell")
+        pivot = pivot.loc[list(dict.fromkeys(table["label"])), list(dict.fromkeys(table["scheduler"]))]
+        pivot.index.name = "metric (mean ± std)"
+        tables.append(table_html(pivot, "Metrics per scheduler over every case (compare.csv)", index=True))
+    return _finish(compare_figures(data), folder, fmt, plots, report, dict(
+        title=f"simsched compare: {path.name}", meta=meta, tables=tables, captions={}))
+
+
+# -- experiment ----------------------------------------------------------------------------
+def _experiment(path: Path, folder: Path, fmt: str, plots: bool, report: bool,
+                metric: str | None = None, schedulers: list[str] | None = None) -> list[Path]:
+    from simsched.plots.experiment import experiment_figures, load_experiment
+    from simsched.plots.report import table_html
+
+    data = load_experiment(path, metric, schedulers)
+    results = data["results"]
+    meta = [("runs", len(results))]
+    for column in ("scenario", "scheduler", "seed"):
+        if column in results:
+            meta.append((column + "s", ", ".join(str(v) for v in dict.fromkeys(results[column]))))
+    metric = data["metric"]
+    summary = results.groupby("scheduler", sort=False)[metric].agg(["mean", "std", "count"])
+    summary.index.name = "scheduler"
+    tables = [table_html(summary, f"{metric} per scheduler over every run (results.csv)", index=True)]
+    if (path / "summary.csv").is_file():  # the experiment's own statistics: CIs, ranks per sweep point
+        tables.append(table_html(pd.read_csv(path / "summary.csv"),
+                                 "Per sweep point and scheduler: mean, 95% bootstrap CI, mean rank (summary.csv)"))
+    return _finish(experiment_figures(data), folder, fmt, plots, report, dict(
+        title=f"simsched experiment: {path.name}", meta=meta, tables=tables, captions={}))
+
+
+# -- learn ---------------------------------------------------------------------------------
+def _learn(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> list[Path]:
+    from simsched.plots.learn import learn_figures, load_learned
+    from simsched.plots.report import table_html
+
+    data = load_learned(path)
+    meta_in = data["meta"]
+    meta = [("learned function", data["infix"]), ("scenario", meta_in.get("scenario", "")),
+            ("scenario file", meta_in.get("scenario_file", "")),
+            ("training seeds", ", ".join(str(s) for s in meta_in.get("training_seeds", []))),
+            ("validation seeds", ", ".join(str(s) for s in meta_in.get("validation", {}).get("seeds", []))),
+            ("wall time (s)", f"{meta_in.get('wall_time_s', 0):.1f}")]
+    tables = []
+    history = data["history"]
+    if len(history):
+        tables.append(table_html(history, "Fitness per generation (sum of objective / SRSF objective)"))
+    return _finish(learn_figures(data), folder, fmt, plots, report, dict(
+        title=f"simsched learn: {path.name}", meta=meta, tables=tables, captions={}))
+
+
+_DRAWERS = {"run": _run, "compare": _compare, "experiment": _experiment, "learn": _learn}
+
+
+def load_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a readable JSON file ({exc})") from None

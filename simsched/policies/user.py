@@ -1,0 +1,205 @@
+"""A user's policy (``my_policy.py:MyPolicy``): loading it, and a guard around every call (SPEC §8).
+
+A policy file is user input. Whatever goes wrong in it -- it fails to
+import, its ``__init__`` or ``decide`` raises (``RecursionError`` and
+``sys.exit`` included), ``decide`` returns something other than a
+:class:`Decision`, a node id is not an integer, ``interval_s`` is not a
+positive number, or the engine refuses the decision -- becomes one
+:class:`PolicyError` line naming the policy's ``file:line`` and what was
+wrong (exit code 2). The original exception is chained as ``__cause__`` so
+``--debug`` can show its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import math
+import numbers
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from simsched.errors import InputError
+from simsched.policies.base import Decision, Scheduler, Start
+
+INTERFACE_HINT = "see docs/assignment.md for the interface"
+
+
+class PolicyError(InputError):
+    """A user policy failed or decided something invalid; the message starts with its file:line."""
+
+
+def _where(exc: BaseException, path: Path | None) -> int | None:
+    """The line of the innermost traceback frame inside the policy file."""
+    if path is None:
+        return None
+    target = str(path.resolve())
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        try:
+            if str(Path(frame.filename).resolve()) == target:
+                line = frame.lineno
+        except (OSError, ValueError):  # pragma: no cover - odd frame names such as "<string>"
+            continue
+    if line is None and isinstance(exc, SyntaxError) and exc.lineno:
+        line = exc.lineno
+    return line
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}); a policy must return a Decision, not end the program"
+    if isinstance(exc, RecursionError):
+        return "raised RecursionError: infinite recursion (maximum recursion depth exceeded)"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
+class UserPolicy:
+    """Wraps a user's scheduler object: same interface, every failure reported as a :class:`PolicyError`."""
+
+    def __init__(self, policy: Any, name: str, path: Path | None) -> None:
+        self.policy = policy
+        self.name = name
+        self.path = path
+        self.interval_s = self._interval(getattr(policy, "interval_s", None))
+        self.restrict_to_home = bool(getattr(policy, "restrict_to_home", False))
+
+    # -- locations -------------------------------------------------------------
+    def _decide_line(self) -> int | None:
+        try:
+            return inspect.getsourcelines(type(self.policy).decide)[1]
+        except (TypeError, OSError, AttributeError):
+            return None
+
+    def where(self, line: int | None = None) -> str:
+        file = str(self.path) if self.path is not None else self.name
+        line = line if line is not None else self._decide_line()
+        return f"{file}:{line}" if line is not None else file
+
+    def error(self, message: str, line: int | None = None) -> PolicyError:
+        return PolicyError(f"{self.where(line)}: {message}")
+
+    def raised(self, exc: BaseException, during: str) -> PolicyError:
+        return self.error(f"{self.name}.{during} {_describe(exc)}", _where(exc, self.path))
+
+    def rejected(self, exc: Exception) -> PolicyError:
+        """The engine refused a decision (over-allocation, unknown job or node ...)."""
+        return self.error(f"{self.name}.decide made an invalid decision: {exc}")
+
+    # -- checks ----------------------------------------------------------------
+    def _interval(self, value: Any) -> float | None:
+        if value is None:
+            return None
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        if not ok:
+            line = None
+            try:
+                lines, start = inspect.getsourcelines(type(self.policy))
+                line = next((start + i for i, text in enumerate(lines) if "interval_s" in text), start)
+            except (TypeError, OSError):
+                pass
+            raise self.error(f"{self.name}.interval_s must be a finite number of seconds > 0 "
+                             f"(or None for no periodic rounds), got {value!r}", line)
+        return float(value)
+
+    def _check(self, decision: Any) -> Decision:
+        if not isinstance(decision, Decision):
+            raise self.error(f"{self.name}.decide returned {type(decision).__name__} {decision!r:.60}; it must "
+                             "return a Decision, e.g. Decision(starts=(Start(job.job_id, (node,)),)); "
+                             + INTERFACE_HINT)
+        if not isinstance(decision.starts, (tuple, list)) or not isinstance(decision.preempts, (tuple, list)):
+            raise self.error(f"{self.name}.decide: Decision.starts and Decision.preempts must be tuples, got "
+                             f"{type(decision.starts).__name__} and {type(decision.preempts).__name__}")
+        for start in decision.starts:
+            if not isinstance(start, Start):
+                raise self.error(f"{self.name}.decide: Decision.starts holds {start!r:.60}; every item must be "
+                                 "Start(job_id, nodes)")
+            if not isinstance(start.job_id, str):
+                raise self.error(f"{self.name}.decide: Start.job_id must be the job's job_id string, "
+                                 f"got {start.job_id!r:.60}")
+            if not isinstance(start.nodes, (tuple, list)) or not start.nodes:
+                raise self.error(f"{self.name}.decide: Start({start.job_id!r}).nodes must be a non-empty tuple "
+                                 f"of node indices (one per worker), got {start.nodes!r:.60}")
+            for node in start.nodes:
+                if not isinstance(node, numbers.Integral) or isinstance(node, bool):
+                    raise self.error(f"{self.name}.decide: Start({start.job_id!r}) node ids must be integers "
+                                     f"(indices into view.free), got {node!r:.60}")
+        for job_id in decision.preempts:
+            if not isinstance(job_id, str):
+                raise self.error(f"{self.name}.decide: Decision.preempts must hold job_id strings, "
+                                 f"got {job_id!r:.60}")
+        return decision
+
+    # -- the interface -----------------------------------------------------------
+    def decide(self, view) -> Decision:
+        try:
+            decision = self.policy.decide(view)
+        except (Exception, SystemExit) as exc:  # the user's code: anything it raises is bad input
+            raise self.raised(exc, "decide") from exc
+        return self._check(decision)
+
+    def __getattr__(self, name: str) -> Any:
+        # other optional attributes (e.g. bind) come from the user's object
+        if name == "policy":
+            raise AttributeError(name)
+        return getattr(self.policy, name)
+
+
+def _policy_path(ref: str, base_dir: Path) -> Path:
+    where = ref.rpartition(":")[0]
+    return Path(where) if Path(where).is_absolute() else base_dir / where
+
+
+def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: str) -> Scheduler:
+    """Load ``path/to/file.py:ClassName`` (relative to the scenario) or ``package.module:ClassName``."""
+    where, _, name = ref.rpartition(":")
+    if not where or not name:
+        raise InputError(f"{file}: scheduler.policy: {ref!r} must look like 'my_policy.py:MyPolicy'")
+    path: Path | None = None
+    if where.endswith(".py"):
+        path = _policy_path(ref, base_dir)
+        if not path.is_file():
+            raise InputError(f"{file}: scheduler.policy: policy file {path} not found")
+        module_name = f"simsched_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:  # the user's code: report it as bad input, one line
+            line = _where(exc, path)
+            raise PolicyError(f"{path}{'' if line is None else f':{line}'}: importing the policy failed: "
+                              f"{_describe(exc).removeprefix('raised ')}") from exc
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise InputError(f"{file}: scheduler.policy: cannot import module {where!r}: {exc}") from None
+        source = getattr(module, "__file__", None)
+        path = Path(source) if source else None
+    cls = getattr(module, name, None)
+    if cls is None:
+        found = [n for n, v in vars(module).items() if inspect.isclass(v) and hasattr(v, "decide")]
+        raise InputError(f"{file}: scheduler.policy: {where} has no {name!r}; "
+                         f"classes with decide(): {', '.join(found) or 'none'}")
+    try:
+        scheduler = cls(**options) if inspect.isclass(cls) else cls
+    except TypeError as exc:
+        if _where(exc, path) is None:  # the call itself: wrong options for __init__
+            raise InputError(f"{file}: scheduler: {name}({', '.join(options)}) failed: {exc}") from None
+        raise _raised_in_init(exc, name, path) from exc
+    except (Exception, SystemExit) as exc:
+        raise _raised_in_init(exc, name, path) from exc
+    if not callable(getattr(scheduler, "decide", None)):
+        raise InputError(f"{file}: scheduler.policy: {name} has no decide(view) method; {INTERFACE_HINT}")
+    return UserPolicy(scheduler, name, path)
+
+
+def _raised_in_init(exc: BaseException, name: str, path: Path | None) -> PolicyError:
+    line = _where(exc, path)
+    where = f"{path}:{line}" if path is not None and line is not None else str(path or name)
+    return PolicyError(f"{where}: {name}.__init__ {_describe(exc)}")
