@@ -82,7 +82,7 @@ def learn_command(argv: list[str]) -> int:
                           alpha=args.alpha, train=args.train, validation=args.validation, jobs=args.jobs,
                           seed=args.seed, instances=args.instances, instance_seed=args.instance_seed)
     workers = args.workers or (os.cpu_count() or 1)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # long paths stay on one line off a terminal
     ckpt = checkpoint_path(out)
     if args.resume and not ckpt.is_file() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first generation")
