@@ -16,8 +16,9 @@ What is timed, and why the figure is stable:
 * **Measured vs extrapolated.** ``generation_s`` is measured at the given
   population. ``paper_full_h`` (initial population + 100 generations +
   validation on 10 instances) is extrapolated from it and labelled so.
-* ``runs`` is the number of simulations really made (memo hits, i.e.
-  duplicate expressions, cost none).
+* ``runs`` is the number of simulations really made, the SRSF normaliser on
+  the generation's instances included; ``memo_hits`` = 2 n alpha + alpha -
+  runs (duplicate expressions, and SRSF on an instance seen before, cost none).
 * The engine baseline, in the same invocation: ``--engine-sample`` of the
   generation's (candidate, instance) pairs are scored by both the compiled
   path and the SimPy engine in this process; the ratio of the per-run times
@@ -71,7 +72,7 @@ def one_generation(scenario: Path, population: int, alpha: int, workers: int, se
     return {
         "workers": workers, "population": population, "alpha": alpha, "seed": seed,
         "warmup_s": marks["generation"] - started, "generation_s": seconds, "measured": True,
-        "runs": made, "memo_hits": generation_runs - made, "s_per_run": seconds / made if made else 0.0,
+        "runs": made, "memo_hits": generation_runs + alpha - made, "s_per_run": seconds / made if made else 0.0,
         "generation_512_s": seconds if population == 512 else per_slot * 2 * 512 * alpha,
         "generation_512_measured": population == 512,
         "paper_full_h": per_slot * full_slots / 3600,
