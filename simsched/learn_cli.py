@@ -45,6 +45,9 @@ def _parser() -> _Parser:
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local processes (default) or ray")
     p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
+    p.add_argument("--fitness-engine", choices=("compiled", "simpy"), default="compiled",
+                   help="how a candidate is scored: the compiled replay of the engine (default; same "
+                        "objectives, tested) or the SimPy engine itself")
     p.add_argument("--resume", action="store_true", help="continue from FILE.json.ckpt when it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_plot_flags(p)  # figures and report.html go to FILE_plots/ beside FILE.json
@@ -62,7 +65,13 @@ def learn_command(argv: list[str]) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from simsched.evo.learn import LearnProgress, checkpoint_path, learn, learn_config
+    from simsched.evo.learn import (
+        FITNESS_ENGINES,
+        LearnProgress,
+        checkpoint_path,
+        learn,
+        learn_config,
+    )
 
     args = _parser().parse_args(argv)
     pictures = _check_plot_flags(args, "python -m simsched learn")
@@ -77,7 +86,8 @@ def learn_command(argv: list[str]) -> int:
     ckpt = checkpoint_path(out)
     if args.resume and not ckpt.is_file() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first generation")
-    kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume)
+    kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume,
+                  objective_fn=FITNESS_ENGINES[args.fitness_engine])
     try:
         if args.quiet:
             result = learn(args.scenario, config, **kwargs)

@@ -35,6 +35,7 @@ from simsched.evo.planner import (
     plan_kernel,
     plan_reference,
 )
+from simsched.evo.priority import NanPriority
 
 SEED_OPTIONS: tuple[str, ...] = ("mct", "current")
 
@@ -187,7 +188,7 @@ class AllocationInstance:
         if not np.all(np.isfinite(duration)) or np.any(duration < 0):
             raise InputError('"duration" must be finite and >= 0')
         if np.any(np.isnan(priority)):
-            raise InputError('"priority" must not be NaN')
+            raise NanPriority('"priority" must not be NaN')
         combined = combine_weights(self.kind, tuple(self.weights), self.w)
         unweighted = self.kind == "eq16"
         if unweighted:
@@ -398,17 +399,17 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
     count = k.fixed_sums[p, 4]
     now = k.now
     sigma = ws.sigma[p]
+    # this cluster's state rows, taken once (not per job: a view per argument per call adds up)
+    bp, fp, op, enp, eup, bfp, cp = b[p], f[p], o[p], en[p], eu[p], bf[p], c[p]
     for i in range(ws.member_count[p]):
         j = ws.members[p, i]
         units = k.per_worker[j, p]
         r = k.workers[j]
-        t = _earliest(now, units, r, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], sigma)
+        t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
         if t == np.inf:
             return np.inf, np.inf, np.inf, np.inf, count + 1.0
         d = k.duration[j, p]
-        fin = _commit(
-            now, t, d, units, r, sigma, b[p], f[p], o[p], en[p], eu[p], bf[p], c[p], ws.nodes
-        )
+        fin = _commit(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.nodes)
         uq = k.weight[j] * (k.queued[j] + (t - now))  # Eq. 2
         sum_uq += uq
         if uq > max_uq:

@@ -47,7 +47,15 @@ import numpy as np
 from simsched import limits
 from simsched.errors import InputError, SimschedError
 from simsched.evo import gp, learn_instances
-from simsched.evo.priority import BUILTIN, TERMINALS, from_json, parse, save_priority, to_json
+from simsched.evo.priority import (
+    BUILTIN,
+    TERMINALS,
+    NanPriority,
+    from_json,
+    parse,
+    save_priority,
+    to_json,
+)
 from simsched.parallel import TaskRunner
 from simsched.params import Params
 from simsched.scenario import load_scenario, read_toml
@@ -217,9 +225,37 @@ def _scenario(path: str) -> Any:
     return load_scenario(path)
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled_instance(path: str, seed: learn_instances.InstanceKey, jobs: int | None) -> Any:
+    """The instance's arrays for the compiled run, built once per worker (None: use the engine)."""
+    from simsched.evo import fastsim
+
+    return fastsim.prepare(learn_instances.resolve(_scenario(path), seed), jobs=jobs)
+
+
 def run_objective(scenario_path: str, seed: learn_instances.InstanceKey, graph_json: str, jobs: int | None) -> float:
     """The §7 scalarised objective of one run: the instance ``seed`` names (the scenario at that seed,
-    or a paper/size instance key, see :mod:`simsched.evo.learn_instances`) with MCT + this priority."""
+    or a paper/size instance key, see :mod:`simsched.evo.learn_instances`) with MCT + this priority.
+
+    Runs the compiled replay of the engine (:mod:`simsched.evo.fastsim`, equal to
+    :func:`run_objective_engine` exactly, tested) when it models the scenario,
+    else the engine. A priority that gives NaN scores +inf.
+    """
+    from simsched.evo import fastsim
+
+    instance = _compiled_instance(scenario_path, seed, jobs)
+    if instance is None:
+        return run_objective_engine(scenario_path, seed, graph_json, jobs)
+    graph = from_json(json.loads(graph_json), "<gp individual>")
+    try:
+        return fastsim.objective(instance, graph)
+    except NanPriority:
+        return math.inf
+
+
+def run_objective_engine(scenario_path: str, seed: learn_instances.InstanceKey, graph_json: str,
+                         jobs: int | None) -> float:
+    """:func:`run_objective` through the SimPy engine (the reference; ``--fitness-engine simpy``)."""
     from simsched import api
     from simsched.evo.scheduler import make_planner_scheduler
 
@@ -227,13 +263,18 @@ def run_objective(scenario_path: str, seed: learn_instances.InstanceKey, graph_j
     graph = from_json(json.loads(graph_json), "<gp individual>")
     scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights,
                                        kind=scenario.objective.kind, w=scenario.objective.w)
-    result = api.run(learn_instances.resolve(scenario, seed), jobs=jobs, scheduler=scheduler)
+    try:
+        result = api.run(learn_instances.resolve(scenario, seed), jobs=jobs, scheduler=scheduler)
+    except NanPriority:
+        return math.inf
     if result.partial:  # pragma: no cover - only on an interrupted run
         raise KeyboardInterrupt
     return float(result.summary["objective"])
 
 
 ObjectiveFn = Callable[[str, int, str, "int | None"], float]
+#: ``--fitness-engine`` choices: the function that scores one (candidate, instance); equal results
+FITNESS_ENGINES: dict[str, ObjectiveFn] = {"compiled": run_objective, "simpy": run_objective_engine}
 
 
 # ---------------------------------------------------------------- progress and state

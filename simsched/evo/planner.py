@@ -304,6 +304,47 @@ def _state_copy(
 
 
 @njit(cache=True)
+def _earliest_one(
+    now: float,
+    per_worker: int,
+    base: np.ndarray,
+    item_finish: np.ndarray,
+    item_offset: np.ndarray,
+    entry_node: np.ndarray,
+    entry_units: np.ndarray,
+    by_finish: np.ndarray,
+    counts: np.ndarray,
+    sigma: np.ndarray,
+) -> float:
+    """:func:`_earliest` for a one-worker job: one slot somewhere is one node with
+    sigma >= per_worker, so no slot counting (and no integer division) is needed."""
+    fits = False
+    for n in range(base.shape[0]):
+        s = base[n]
+        sigma[n] = s
+        if s >= per_worker:
+            fits = True
+    if fits:
+        return now
+    n_items = counts[0]
+    k = 0
+    while k < n_items:
+        t = item_finish[by_finish[k]]
+        while k < n_items and item_finish[by_finish[k]] == t:
+            i = by_finish[k]
+            for e in range(item_offset[i], item_offset[i + 1]):
+                n = entry_node[e]
+                new = sigma[n] + entry_units[e]
+                sigma[n] = new
+                if new >= per_worker:
+                    fits = True
+            k += 1
+        if fits:
+            return t
+    return np.inf
+
+
+@njit(cache=True)
 def _earliest(
     now: float,
     per_worker: int,
@@ -318,6 +359,9 @@ def _earliest(
     sigma: np.ndarray,
 ) -> float:
     """Earliest candidate start (Eq. 13) and, in ``sigma``, Eq. 12 at that time; inf if never."""
+    if workers == 1:
+        return _earliest_one(now, per_worker, base, item_finish, item_offset, entry_node, entry_units,
+                             by_finish, counts, sigma)
     slots = 0
     for n in range(base.shape[0]):
         s = base[n]

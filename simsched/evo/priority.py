@@ -49,6 +49,10 @@ BUILTIN: dict[str, str] = {
 }
 
 
+class NanPriority(InputError):
+    """A priority function gave NaN for a job (for example inf - inf); it orders nothing."""
+
+
 # ---------------------------------------------------------------- validation
 def root(graph: nx.DiGraph) -> Any:
     """The single node with in-degree 0 (raises :class:`InputError` otherwise)."""

@@ -9,7 +9,9 @@ wait, each with 0-2 h already queued. Capacities are in milli-GPUs, as in the en
 
 Measured: one full decision (Eq. 17 priority over the queue, then the EA with
 n = 100 and 200 generations, cache on), median of ``--repeat`` runs after one
-warm-up (the warm-up includes numba compilation or cache loading). Also the
+warm-up (the warm-up includes numba compilation or cache loading), as wall and
+CPU seconds (CPU time moves less with the load of a shared machine); then one
+decision without the exact cache (same result). Also the
 planner on cluster 0: plain-Python reference against
 the numba kernel (first ``--reference-jobs`` jobs by priority), and whether
 the two agree exactly.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -30,6 +33,8 @@ from simsched.evo.planner import plan_kernel, plan_reference
 from simsched.evo.priority import evaluate, load_priority
 
 MILLI = 1000
+#: CPU seconds of every decide() call, in order (wall time moves with the machine's load)
+CPU_SECONDS: list[float] = []
 # Table II: workers, GPUs, mean hours, sampling weight.
 JOB_TYPES = np.array(
     [
@@ -136,10 +141,11 @@ def build_instance(
 
 
 def decide(
-    instance: AllocationInstance, features: dict[str, np.ndarray], seed: int
+    instance: AllocationInstance, features: dict[str, np.ndarray], seed: int, cache: bool = True
 ) -> tuple[float, object]:
     """One decision: priority values, then the EA. Returns (seconds, EvolveResult)."""
     started = time.perf_counter()
+    cpu = time.process_time()
     priority = evaluate(load_priority("gp-paper"), features)
     decision = AllocationInstance(
         now=instance.now,
@@ -151,7 +157,8 @@ def decide(
         queued=instance.queued,
         priority=priority,
     )
-    result = evolve(decision, np.random.default_rng(seed), n=100, generations=200)
+    result = evolve(decision, np.random.default_rng(seed), n=100, generations=200, cache=cache)
+    CPU_SECONDS.append(time.process_time() - cpu)
     return time.perf_counter() - started, result
 
 
@@ -176,9 +183,14 @@ def main(argv: list[str] | None = None) -> int:
         args.queued, args.clusters, args.nodes, args.gpus, args.seed
     )
     warmup_s, _ = decide(instance, features, args.seed)
+    CPU_SECONDS.clear()
     runs = [decide(instance, features, args.seed) for _ in range(args.repeat)]
     seconds = statistics.median(s for s, _ in runs)
+    cpu_seconds = statistics.median(CPU_SECONDS)
     result = runs[0][1]
+    CPU_SECONDS.clear()
+    uncached_s, uncached = decide(instance, features, args.seed, cache=False)
+    uncached_cpu = CPU_SECONDS[0]
 
     c = instance.clusters[0]
     order = np.argsort(evaluate(load_priority("gp-paper"), features), kind="stable")
@@ -221,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         "gpus": args.gpus,
         "running_jobs": int(sum(c.fixed_finish.shape[0] for c in instance.clusters)),
         "seconds_per_decision": seconds,
+        "cpu_seconds_per_decision": cpu_seconds,
+        "seconds_without_cache": uncached_s,
+        "cpu_seconds_without_cache": uncached_cpu,
+        "same_result_without_cache": bool(uncached.objective == result.objective),
+        "load_average": os.getloadavg(),
         "decision_runs_s": [s for s, _ in runs],
         "warmup_s": warmup_s,
         "objective": result.objective,
@@ -241,7 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"one decision (Q={args.queued}, P={args.clusters}, {args.nodes}x{args.gpus} GPUs, "
             f"{report['running_jobs']} running): {seconds:.3f} s median of {args.repeat} "
-            f"(warm-up {warmup_s:.2f} s)"
+            f"(warm-up {warmup_s:.2f} s), CPU {cpu_seconds:.3f} s"
+        )
+        print(
+            f"  without the cache: {uncached_s:.3f} s (CPU {uncached_cpu:.3f} s), same objective: "
+            f"{report['same_result_without_cache']}; load average {os.getloadavg()[0]:.2f}"
         )
         print(
             f"  EA: objective {result.history[0]:.2f} -> {result.objective:.2f}, "
