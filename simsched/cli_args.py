@@ -58,3 +58,11 @@ def check_plot_flags(args: argparse.Namespace, prog: str) -> bool:
 
     require()
     return True
+
+
+def clock(seconds: float | None) -> str:
+    """``H:MM:SS`` for progress lines; ``--:--:--`` while unknown."""
+    if seconds is None:
+        return "--:--:--"
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

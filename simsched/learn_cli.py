@@ -15,6 +15,7 @@ from simsched.atomic import check_out_file
 from simsched.cli_args import Parser as _Parser
 from simsched.cli_args import add_plot_flags as _add_plot_flags
 from simsched.cli_args import check_plot_flags as _check_plot_flags
+from simsched.cli_args import clock as _clock
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError
@@ -52,13 +53,6 @@ def _parser() -> _Parser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_plot_flags(p)  # figures and report.html go to FILE_plots/ beside FILE.json
     return p
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--:--"
-    seconds = int(seconds)
-    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def learn_command(argv: list[str]) -> int:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import clock as _clock
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError
@@ -57,13 +58,6 @@ def _parser() -> _Parser:
     p.add_argument("--resume", action="store_true", help="continue from FILE.npz.ckpt.npz when it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--:--"
-    seconds = int(seconds)
-    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def rl_command(argv: list[str]) -> int:
