@@ -161,4 +161,4 @@ def test_interval_rounds_estimate_names_the_key(tmp_path, capsys):
     folder = _folder(tmp_path, **{"scheduler.interval_s": 1e-9})
     assert main([str(folder / "s.toml"), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "scheduler.interval_s = 1e-09" in err and "periodic decision rounds" in err and "limit 1e+08" in err
+    assert "scheduler.interval_s = 1e-09" in err and "periodic decision rounds" in err and "limit 1e+07" in err

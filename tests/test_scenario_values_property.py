@@ -47,7 +47,7 @@ def _sometimes(draw) -> bool:
 def scenarios(draw) -> tuple[str, str | None]:
     scheduler = {"policy": draw(st.sampled_from(["fifo", "sjf", "las", "srtf", "edf", "hrrn", "tiresias"]))}
     if _sometimes(draw):
-        scheduler["interval_s"] = any_float(draw, 1.0, 5e3)
+        scheduler["interval_s"] = any_float(draw, 60.0, 5e3)  # sane rounds stay few; absurd ones are rejected
     if _sometimes(draw):
         scheduler["restart_penalty_s"] = any_float(draw, 0.0, 1e3)
     if _sometimes(draw):
@@ -80,7 +80,9 @@ def scenarios(draw) -> tuple[str, str | None]:
     return "\n".join(lines) + "\n", csv
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: CI runs the same 120 examples every time (their cost was measured), not new draws
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenarios())
 def test_no_toml_value_gives_nan_or_unordered_events(tmp_path, case):
     text, csv = case
