@@ -256,7 +256,9 @@ class QueueScheduler:
         free = list(view.free)
         groups = view.fleet.groups
         buckets = self._buckets
-        unchanged = free == self._free_after
+        # with backfill off a failure also depends on which clusters are blocked, which can differ
+        # between decisions with the same free GPUs: reuse failures only when backfilling
+        unchanged = self.backfill and free == self._free_after
         failed = self._failed if unchanged else set()
         failed_jobs = {s for s in self._failed_jobs if s in buckets} if unchanged else set()
         backfill = self.backfill
@@ -351,7 +353,9 @@ class QueueScheduler:
         blocked: set[int] = set()
         # (cluster, type, per_worker, workers) option shapes and job signatures that cannot
         # fit now; free only shrinks during the walk, so what failed fails again
-        unchanged = free == self._free_after
+        # with backfill off a failure also depends on which clusters are blocked, which can differ
+        # between decisions with the same free GPUs: reuse failures only when backfilling
+        unchanged = self.backfill and free == self._free_after
         failed = self._failed if unchanged else set()
         failed_jobs = {s for s in self._failed_jobs if s in counts} if unchanged else set()
         starts: list[Start] = []
