@@ -72,11 +72,12 @@ def _subcommand(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; every failure ends as one line on stderr and an exit code."""
+    as_program = argv is None  # python -m simsched: a signal also arms the exit watchdog
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:
-        interrupts.install()
+        interrupts.install(watchdog=as_program)
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
         return _run(argv)

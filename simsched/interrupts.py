@@ -36,21 +36,42 @@ class Interrupted(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
-_state = {"received": None, "deferring": 0}
+_state = {"received": None, "deferring": 0, "watchdog": False}
+
+
+#: Seconds a signalled process may take to wind down (write partial results, end workers)
+#: before it is ended anyway: a signal landing inside the start-up of a worker pool can leave
+#: the main thread waiting on a lock that nothing will release (seen once in CI).
+GRACE_S = 30.0
+
+
+def _force_exit(signum: int) -> None:
+    line = (f"{signal.Signals(signum).name.lower()}: did not stop within {GRACE_S:g} s of the signal; "
+            "ended now (unfinished outputs stay marked PARTIAL)\n")
+    os.write(2, line.encode())
+    os._exit(EXIT_CODES.get(signum, 130))
 
 
 def _handler(signum: int, frame) -> None:  # noqa: ARG001 - the signal module's signature
+    if _state["received"] is None and _state["watchdog"]:  # the first signal arms the watchdog
+        watchdog = threading.Timer(GRACE_S, _force_exit, args=(signum,))
+        watchdog.daemon = True
+        watchdog.start()
     _state["received"] = signum
     if _state["deferring"]:
         return
     raise Interrupted(signum)
 
 
-def install() -> None:
-    """Route SIGINT and SIGTERM to :class:`Interrupted` (main thread only; a no-op elsewhere)."""
+def install(watchdog: bool = False) -> None:
+    """Route SIGINT and SIGTERM to :class:`Interrupted` (main thread only; a no-op elsewhere).
+
+    With ``watchdog`` (the ``python -m simsched`` process, not an in-process call), the
+    process also ends :data:`GRACE_S` seconds after the first signal whatever it is doing.
+    """
     if threading.current_thread() is not threading.main_thread():
         return
-    _state.update(received=None, deferring=0)
+    _state.update(received=None, deferring=0, watchdog=watchdog)
     for signum in EXIT_CODES:
         signal.signal(signum, _handler)
 
