@@ -162,3 +162,17 @@ def test_interval_rounds_estimate_names_the_key(tmp_path, capsys):
     assert main([str(folder / "s.toml"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "scheduler.interval_s = 1e-09" in err and "periodic decision rounds" in err and "limit 1e+07" in err
+
+
+def test_a_missing_dependency_says_how_to_install(monkeypatch, capsys):
+    """Run from a checkout without `pip install -e .`: one line naming the package, not 'a bug'."""
+    import simsched.cli as cli
+
+    def missing(argv):
+        raise ModuleNotFoundError("No module named 'rich'", name="rich")
+
+    monkeypatch.setattr(cli, "_run", missing)
+    assert cli.main(["s.toml"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: the package 'rich' is not installed; install simsched with its dependencies first: "
+                   "pip install -e .  (optional extras: docs in README.md)"]
