@@ -97,3 +97,22 @@ def test_last_arrival_on_a_round_with_nothing_running_ends_rounds_as_the_referen
         options = dict(placement="best_fit", allocation="home", backfill=True, interval=10.0,
                        thresholds=(100.0,), factor=2.0, penalty=0.0, seed=0)
         assert run(LasScheduler, SMALL, jobs, **options) == run(LasEveryRound, SMALL, jobs, **options), submits
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), placement=st.sampled_from(["best_fit", "first_fit", "round_robin"]),
+       interval=st.sampled_from([10.0, 60.0]), thresholds=st.sampled_from([(100.0, 1000.0), (3600.0,)]),
+       factor=st.sampled_from([0.5, 2.0]), backfill=st.booleans())
+def test_fast_las_equals_the_reference_on_a_deep_queue(seed, placement, interval, thresholds, factor, backfill):
+    """250 jobs arriving about every 20 s on 8 GPUs (offered load well above 1): queues of
+    a hundred jobs, threshold crossings, promotions and preemptions at most decisions."""
+    fleet = Fleet((ClusterSpec("c", (NodeGroup(2, 2, "V100"), NodeGroup(1, 4, "T4"))),), builtin_gpu_types())
+    rng = np.random.default_rng(seed)
+    submits = np.cumsum(np.floor(rng.exponential(20.0, 250)))
+    jobs = [JobSpec(f"j{i}", float(t), float(rng.choice([30, 200, 900, 2500])), float(rng.choice([0.5, 1, 2])), 1)
+            for i, t in enumerate(submits)]
+    options = dict(placement=placement, allocation="home", backfill=backfill, interval=interval,
+                   thresholds=thresholds, factor=factor, penalty=0.0, seed=seed)
+    fast, reference = run(LasScheduler, fleet, jobs, **options), run(LasEveryRound, fleet, jobs, **options)
+    assert fast == reference
+    assert any(event == "preempt" for _, event, _, _ in reference[0])

@@ -163,6 +163,12 @@ class PreemptiveScheduler:
         if not candidates:
             return None
         scratch = list(free)
+        for victim in candidates:  # even all of them not enough: the loop below would end in None
+            for n in victim.running_nodes:
+                scratch[n] += shares[victim.job_id]
+        if _slots(group, per_worker, scratch) < workers:
+            return None
+        scratch = list(free)
         chosen: list[JobView] = []
         for victim in candidates:
             chosen.append(victim)
@@ -242,6 +248,9 @@ class LasScheduler(PreemptiveScheduler):
         self._last_seq = -1
         self._run_levels: dict[str, tuple] = {}  # running job -> (run_start, attained, level, next change)
         self._quiet: tuple[float, float] = (math.nan, math.inf)  # (decision time, first running-level change)
+        self._last_running: tuple | None = None  # (running, valid until, keys, ranked, shares) of an idle decision
+        self._no_fit: tuple[list[int] | None, set[tuple]] = (None, set())  # (free at the end, shapes not fitting)
+        self._failed_heads: set[tuple] = set()  # (signature, key) of bucket heads the last walk failed
 
     def attained(self, job: JobView, view: SchedulerView) -> float:
         """GPU-seconds received so far, counting the current run of a running job."""
@@ -330,6 +339,30 @@ class LasScheduler(PreemptiveScheduler):
             return super().decide(view)
         self._sync(view)
         now = view.now
+        running = view.running
+        last = self._last_running
+        free = list(view.free)
+        same_free = self._no_fit[0] == free
+        if last is not None and last[0] == running and now < last[1]:
+            # nothing started, stopped or crossed a threshold since the last decision, which did nothing
+            keys, ranked, shares = last[2], last[3], last[4]
+            self._quiet = (now, last[1])
+            # (with backfill off a failure also depends on the clusters blocked before it: not kept)
+            failed = self._failed_heads if same_free and self.backfill else set()
+        else:
+            keys, ranked, shares = self._rank_running(view)
+            failed = set()
+        # with the free GPUs of the last decision's end, what did not fit then does not fit now
+        no_fit = set(self._no_fit[1]) if same_free else set()
+        decision, self._failed_heads = self._walk(view, keys, ranked, shares, free, no_fit, failed)
+        self._no_fit = (free, no_fit)
+        self._last_running = None if decision.starts or decision.preempts else (
+            running, self._quiet[1], keys, ranked, shares)
+        return decision
+
+    def _rank_running(self, view: SchedulerView) -> tuple[dict, dict, dict]:
+        """Running jobs' keys, per node group lowest priority first (the victim order), and shares."""
+        now = view.now
         keys: dict[str, Key] = {}
         # a running job's level, kept while its run lasts until (a bound on) its next threshold crossing
         cached, levels, soonest = self._run_levels, {}, math.inf
@@ -360,7 +393,16 @@ class LasScheduler(PreemptiveScheduler):
                 ranked[group_key] = [job]
             else:
                 members.append(job)
-        free = list(view.free)
+        return keys, ranked, shares
+
+    def _walk(self, view: SchedulerView, keys: dict, ranked: dict, shares: dict, free: list[int],
+              no_fit: set[tuple], failed: set[tuple]) -> tuple[Decision, set[tuple]]:
+        """:meth:`PreemptiveScheduler.decide`'s walk over the buckets' heads; also the (signature,
+        key) of the heads that failed. ``failed``: heads that failed in the last decision, which did
+        nothing, with the same running jobs, levels and free GPUs: until this walk starts or
+        preempts something, they fail again as they did then."""
+        failing: set[tuple] = set()
+        unchanged = True
         # (key, bucket order or -1 for a preempted job back in the walk, signature or job, position)
         heap: list = [(bucket[0][0], n, signature, 0) for n, (signature, bucket) in enumerate(self._buckets.items())]
         heapq.heapify(heap)
@@ -369,7 +411,6 @@ class LasScheduler(PreemptiveScheduler):
         started: list[str] = []
         blocked: set[int] = set()
         hopeless: set[tuple] = set()
-        no_fit: set[tuple] = set()  # shapes that did not fit in the free GPUs, while free only shrinks
         groups = view.fleet.groups
         clusters = len(view.fleet.cluster_names)
         while heap:
@@ -382,8 +423,9 @@ class LasScheduler(PreemptiveScheduler):
                 cluster = item[0]
             if cluster in blocked:
                 continue  # so are the bucket's later jobs
-            nodes = place_job(job, cluster, groups, self.placement, free, no_fit, skip=blocked)
-            if nodes is None:
+            known = unchanged and order >= 0 and (item, key) in failed
+            nodes = None if known else place_job(job, cluster, groups, self.placement, free, no_fit, skip=blocked)
+            if nodes is None and not known:
                 for option in job.options:
                     if option.cluster != cluster if cluster is not None else option.cluster in blocked:
                         continue
@@ -405,7 +447,7 @@ class LasScheduler(PreemptiveScheduler):
                         preempted[victim.job_id] = None
                         for n in victim.running_nodes:
                             free[n] += shares[victim.job_id]
-                    no_fit = set()  # free grew
+                    no_fit.clear()  # free grew: shapes may fit again
                     nodes = self.placement(group, option.per_worker, job.workers, free)
                     if nodes is None:  # a placement that fails with free slots breaks the contract
                         raise AssertionError(f"placement refused job {job.job_id} although it fits")
@@ -413,9 +455,12 @@ class LasScheduler(PreemptiveScheduler):
                         heapq.heappush(heap, (keys[victim.job_id], -1, victim, 0))
                     break
             if nodes is None:  # the bucket's later jobs fail too: it leaves the walk
+                if order >= 0:
+                    failing.add((item, key))
                 if not self.backfill:
                     blocked.update(range(clusters) if cluster is None else (cluster,))
                 continue
+            unchanged = False
             starts.append(Start(job.job_id, nodes))
             if order >= 0:
                 started.append(job.job_id)
@@ -424,7 +469,7 @@ class LasScheduler(PreemptiveScheduler):
                     heapq.heappush(heap, (keys_of[position + 1], order, item, position + 1))
         for job_id in started:
             self._remove(job_id)
-        return Decision(tuple(starts), tuple(preempted))
+        return Decision(tuple(starts), tuple(preempted)), failing
 
     def quiet_until(self, view: SchedulerView) -> float:
         """After a decision that started and preempted nothing: a time at or before the first at
