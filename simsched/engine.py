@@ -25,10 +25,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from heapq import heappush
 
 import simpy
 from simpy.core import EmptySchedule
-from simpy.events import URGENT, Event
+from simpy.events import NORMAL, URGENT, Event
 
 from simsched.errors import DecisionError
 from simsched.model import MILLI, Fleet, JobSpec, speed_factor, to_milli, worker_share
@@ -252,6 +253,17 @@ def periodic_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
         engine.request_decision()
 
 
+def _event_at(env: simpy.Environment, when: float) -> Event:
+    """A timeout that fires at exactly ``when``. ``env.timeout(delay)`` fires at ``now + delay``,
+    and with ties rounded to even some float times are no such sum; this schedules the event as
+    a Timeout is scheduled (NORMAL priority, the next event id), at the given time."""
+    event = Event(env)
+    event._ok = True
+    event._value = None
+    heappush(env._queue, (when, NORMAL, next(env._eid), event))
+    return event
+
+
 def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     """:func:`periodic_rounds` for a scheduler with ``quiet_until`` (``las``): the same rounds at the
     same times (``now + interval_s`` again and again), but a round that would decide nothing is
@@ -261,7 +273,9 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     nothing, the earliest time its decisions can change by themselves (``quiet_until(view)``);
     until then and until the next scheduled event (an arrival, a finish) the state is fixed
     and every round would decide the same nothing. Rounds at those grid times are skipped;
-    the next one runs as :func:`periodic_rounds` runs it, stop rule included.
+    the process wakes at the next one and applies :func:`periodic_rounds`' stop rule; it asks
+    for a decision unless nothing happened since the last decision and that one was quiet
+    past this round.
     """
     if engine.outstanding <= 0:
         return
@@ -278,17 +292,14 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
                 engine.decisions += counted
                 at = at + interval_s
         grid.append(at)
-        if at == now + interval_s:
-            yield env.timeout(interval_s)
-        else:
-            delay = at - now
-            while now + delay < at:  # the delay whose sum SimPy takes is exactly the round's time
-                delay = math.nextafter(delay, math.inf)
-            while now + delay > at:
-                delay = math.nextafter(delay, -math.inf)
-            yield env.timeout(delay)
+        yield env.timeout(interval_s) if at == now + interval_s else _event_at(env, at)
         if not engine.running and engine.arrivals_left_at_round(len(grid) - 1) == 0:
             return
+        if not engine._wakeup_pending and env.peek() > at and at < engine.quiet_until():
+            # nothing happened since the last decision (every event asks for one) nor will at this
+            # time, and that decision did nothing and was quiet past this round: so would this one
+            engine.decisions += 1 if engine.queue or engine.running else 0
+            continue
         engine.request_decision()
         yield engine.next_wakeup()  # after the scheduler loop, which waits on it first, has decided
 
