@@ -13,8 +13,10 @@ forms the same kind of backlog: 10,000 Philly-like jobs at the trace's
 offered load (7.0).
 
 Each policy's scenario is loaded and its engine built first (untimed); the
-figure is the simulation alone (``Engine.run``), warm (imports, numba and a
-small run of every policy happen before any timing). The heapq loop is the
+figure is the simulation alone (``Engine.run``), warm (imports, numba, gp's
+compiled priority graph and a small run of every policy happen before any
+timing), as wall seconds and as the process's CPU seconds (steadier when other
+processes share the machine); each ratio is to fifo in the same run. The heapq loop is the
 same model (completions, then arrivals, then one best-fit backfill pass over
 the FIFO queue per timestamp; each job on the fastest GPU type that fits,
 milli-GPU shares) with the two tricks any hand-written loop would use on a
@@ -74,14 +76,15 @@ def scenario_file(folder: Path, policy: str, jobs: int, source: str) -> Path:
     return path
 
 
-def time_policy(path: Path) -> tuple[float, object]:
-    """Seconds of ``Engine.run`` for one scenario (engine built untimed), and the engine."""
+def time_policy(path: Path) -> tuple[float, object, float]:
+    """Seconds of ``Engine.run`` for one scenario (engine built untimed), the engine, and the
+    process CPU seconds of the run (steadier than wall time on a shared machine)."""
     from simsched.api import simulation
 
     sim = simulation(path)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim.engine.run()
-    return time.perf_counter() - t0, sim.engine
+    return time.perf_counter() - t0, sim.engine, time.process_time() - c0
 
 
 def heapq_inputs(engine) -> tuple[list, dict]:
@@ -167,7 +170,7 @@ def warm_up(folder: Path, policies: list[str], source: str) -> None:
     """Imports, numba compilation (also gp's compiled priority graph) and a small run of every
     policy, before anything is timed."""
     for policy in policies:
-        time_policy(scenario_file(folder, policy, 300, source))
+        time_policy(scenario_file(folder, policy, 300, source))  # (gp's 300 jobs stay under compile_after)
     if "gp" in policies:  # gp compiles its priority graph for deep buckets only: compile it now
         from simsched.evo.gp_kernel import compiled_keys
         from simsched.evo.priority import load_priority
@@ -194,14 +197,15 @@ def main() -> int:
         folder = Path(tmp)
         warm_up(folder, policies, source)
         seconds: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         fifo_engine = None
         for policy in policies:
-            seconds[policy], engine = time_policy(scenario_file(folder, policy, args.jobs, source))
+            seconds[policy], engine, cpu[policy] = time_policy(scenario_file(folder, policy, args.jobs, source))
             if policy == "fifo":
                 fifo_engine = engine
             if not args.json:
-                print(f"  {policy:10s} {seconds[policy]:7.2f} s  ({seconds[policy] / seconds['fifo']:.2f}x fifo)",
-                      flush=True)
+                print(f"  {policy:10s} {seconds[policy]:7.2f} s  ({seconds[policy] / seconds['fifo']:.2f}x fifo)"
+                      f"   cpu {cpu[policy]:7.2f} s ({cpu[policy] / cpu['fifo']:.2f}x)", flush=True)
     rows, groups = heapq_inputs(fifo_engine)
     t0 = time.perf_counter()
     base = run_heapq(rows, groups, list(fifo_engine.fleet_state.node_capacity))
@@ -216,6 +220,7 @@ def main() -> int:
         "jobs": args.jobs, "source": source, "warm": True, "extrapolated": False,
         "load_average": list(load), "seconds": seconds, "heapq_s": heapq_s,
         "ratio_to_fifo": {k: v / seconds["fifo"] for k, v in seconds.items()},
+        "cpu_seconds": cpu, "cpu_ratio_to_fifo": {k: v / cpu["fifo"] for k, v in cpu.items()},
         "fifo_vs_heapq": seconds["fifo"] / heapq_s,
         "max_queue": max_queue(fifo_engine),
     }
