@@ -279,7 +279,6 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     """
     if engine.outstanding <= 0:
         return
-    grid = engine.round_times
     while True:
         now = env.now
         at = now + interval_s
@@ -288,12 +287,12 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
             counted = 1 if engine.queue or engine.running else 0  # Engine.decide counts these
             horizon = min(quiet, env.peek())  # an event is always scheduled while jobs run or arrive
             while at < horizon:
-                grid.append(at)
+                engine.rounds += 1
                 engine.decisions += counted
                 at = at + interval_s
-        grid.append(at)
+        engine.rounds += 1
         yield env.timeout(interval_s) if at == now + interval_s else _event_at(env, at)
-        if not engine.running and engine.arrivals_left_at_round(len(grid) - 1) == 0:
+        if not engine.running and engine.arrivals_left_at_round(engine.rounds - 1, at, interval_s) == 0:
             return
         if not engine._wakeup_pending and env.peek() > at and at < engine.quiet_until():
             # nothing happened since the last decision (every event asks for one) nor will at this
@@ -364,8 +363,8 @@ class Engine:
         self._quiet = getattr(scheduler, "quiet_until", None)  # see skipping_rounds
         self._quiet_view: View | None = None  # the last decision's view if it did nothing, else None
         self._quiet_always = False  # the last decision found nothing queued or running
-        self.round_times: array = array("d")  # every periodic round's time so far, skipped ones too
-        self._arrivals: list[float] | None = None
+        self.rounds = 0  # periodic rounds so far, skipped ones too
+        self._arrivals: array | None = None
         if interval:
             rounds = skipping_rounds if callable(self._quiet) else periodic_rounds
             self.env.process(rounds(self.env, self, float(interval)))
@@ -477,9 +476,9 @@ class Engine:
             return -math.inf
         return self._quiet(self._quiet_view)
 
-    def arrivals_left_at_round(self, k: int) -> int:
-        """Arrivals still to come as :func:`periodic_rounds` would see them at round ``k`` (at
-        ``round_times[k]``), with nothing running.
+    def arrivals_left_at_round(self, k: int, at: float, interval_s: float) -> int:
+        """Arrivals still to come as :func:`periodic_rounds` would see them at its round ``k``
+        (from 0, at time ``at``), with nothing running.
 
         There, a round that finds nothing running and no arrival left ends the rounds. When
         the last arrivals fall exactly on the round's time, whether the round sees them
@@ -489,38 +488,36 @@ class Engine:
         arrival feeder started first.
         """
         times = self._arrival_times()
-        at = self.round_times[k]
         after = len(times) - bisect_right(times, at)
         on_time = bisect_right(times, at) - bisect_left(times, at)
         if not on_time or after:
             return after + on_time
-        resumes = self._feeder_resumes()
+        resumes = sorted({t for t in times if t > 0.0})  # when the feeder wakes from a timeout
+        rounds, t = [], 0.0  # the rounds' times, as the repeated timeouts produce them (a rare case)
+        for _ in range(k + 1):
+            t = t + interval_s
+            rounds.append(t)
         j = bisect_left(resumes, at)
-        while True:  # does the arrival timeout for resumes[j] fire before the round at round_times[k]?
+        while True:  # does the arrival timeout for resumes[j] fire before the round at rounds[k]?
             if j == 0:
                 return after  # created at time 0, before the rounds' process started
             if k == 0:
                 return after + on_time  # the round's was created at time 0, the arrival's later
-            arrival_made, round_made = resumes[j - 1], self.round_times[k - 1]
+            arrival_made, round_made = resumes[j - 1], rounds[k - 1]
             if arrival_made != round_made:
                 return after if arrival_made < round_made else after + on_time
             j, k = j - 1, k - 1
 
-    def _arrival_times(self) -> list[float]:
+    def _arrival_times(self) -> array:
         """Each job's arrival time as :func:`arrival_feeder` produces it (sorted)."""
         if self._arrivals is None:
-            now, times = 0.0, []
-            for job in sorted(self.jobs, key=lambda j: (j.submit, j.index)):
-                if job.submit > now:
-                    now = now + (job.submit - now)
+            now, times = 0.0, array("d")
+            for submit in sorted(job.submit for job in self.jobs):
+                if submit > now:
+                    now = now + (submit - now)
                 times.append(now)
             self._arrivals = times
         return self._arrivals
-
-    def _feeder_resumes(self) -> list[float]:
-        """The times at which the arrival feeder wakes from a timeout."""
-        times = self._arrival_times()
-        return sorted({t for t in times if t > 0.0})
 
     def apply(self, decision: Decision) -> None:
         """Validate and carry out a decision; refuse anything that over-allocates."""
