@@ -18,7 +18,13 @@ from simsched.engine import Engine, EngineConfig
 from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from simsched.policies import PLACEMENTS
 from simsched.policies.allocation import ALLOCATIONS
-from simsched.policies.preemptive import LasEveryRound, LasScheduler
+from simsched.policies.preemptive import (
+    LasEveryRound,
+    LasScheduler,
+    PreemptiveScheduler,
+    srsf_remaining,
+    srtf_remaining,
+)
 
 FLEET = Fleet((ClusterSpec("a", (NodeGroup(2, 8, "V100"), NodeGroup(2, 4, "T4"))),
                ClusterSpec("b", (NodeGroup(1, 8, "A100"), NodeGroup(2, 8, "V100")))), builtin_gpu_types())
@@ -114,5 +120,53 @@ def test_fast_las_equals_the_reference_on_a_deep_queue(seed, placement, interval
     options = dict(placement=placement, allocation="home", backfill=backfill, interval=interval,
                    thresholds=thresholds, factor=factor, penalty=0.0, seed=seed)
     fast, reference = run(LasScheduler, fleet, jobs, **options), run(LasEveryRound, fleet, jobs, **options)
+    assert fast == reference
+    assert any(event == "preempt" for _, event, _, _ in reference[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), count=st.integers(1, 80), gap=st.sampled_from([5.0, 30.0, 120.0]),
+       name=st.sampled_from(["srtf", "srsf"]), placement=st.sampled_from(sorted(PLACEMENTS)),
+       allocation=st.sampled_from(sorted(ALLOCATIONS)), backfill=st.booleans(),
+       interval=st.sampled_from([None, 7.5]), penalty=st.sampled_from([0.0, 3.0]), small=st.booleans())
+def test_bucketed_srtf_and_srsf_preemptive_equal_the_reference_walk(seed, count, gap, name, placement, allocation,
+                                                                   backfill, interval, penalty, small):
+    """srtf-/srsf-preemptive share the bucketed walk (queued keys do not change while a job waits;
+    running jobs' keys are computed at every decision): the same log as the whole-queue walk."""
+    fleet = SMALL if small else FLEET
+    jobs = workload(seed, count, gap)
+    if small:
+        jobs = [JobSpec(j.job_id, j.submit, j.duration, min(j.gpus, 2.0), 1) for j in jobs]
+
+    def once(incremental: bool):
+        scheduler = PreemptiveScheduler(srtf_remaining if name == "srtf" else srsf_remaining,
+                                        PLACEMENTS[placement](), ALLOCATIONS[allocation](np.random.default_rng(seed)),
+                                        backfill, interval)
+        scheduler.incremental = incremental
+        engine = Engine(fleet, jobs, scheduler, EngineConfig(heterogeneous=True, restart_penalty_s=penalty))
+        engine.run()
+        return engine.events, engine.decisions, engine.env.now
+
+    assert once(True) == once(False)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), name=st.sampled_from(["srtf", "srsf"]), backfill=st.booleans())
+def test_bucketed_preemptive_walk_on_a_deep_queue(seed, name, backfill):
+    fleet = Fleet((ClusterSpec("c", (NodeGroup(2, 2, "V100"), NodeGroup(1, 4, "T4"))),), builtin_gpu_types())
+    rng = np.random.default_rng(seed)
+    submits = np.cumsum(np.floor(rng.exponential(20.0, 250)))
+    jobs = [JobSpec(f"j{i}", float(t), float(rng.choice([30, 200, 900, 2500])), float(rng.choice([0.5, 1, 2])), 1)
+            for i, t in enumerate(submits)]
+
+    def once(incremental: bool):
+        scheduler = PreemptiveScheduler(srtf_remaining if name == "srtf" else srsf_remaining,
+                                        PLACEMENTS["best_fit"](), ALLOCATIONS["home"](), backfill)
+        scheduler.incremental = incremental
+        engine = Engine(fleet, jobs, scheduler, EngineConfig(heterogeneous=True))
+        engine.run()
+        return engine.events, engine.decisions
+
+    fast, reference = once(True), once(False)
     assert fast == reference
     assert any(event == "preempt" for _, event, _, _ in reference[0])

@@ -59,6 +59,8 @@ class PreemptiveScheduler:
     """
 
     interval_s: float | None = None
+    #: False: every decision is :meth:`_decide_reference` (tests compare the two)
+    incremental = True
 
     def __init__(self, priority: Callable[[JobView, SchedulerView], float] | None,
                  placement: Placement, allocation: Allocation, backfill: bool = True,
@@ -69,6 +71,14 @@ class PreemptiveScheduler:
         self.backfill = backfill
         if interval_s is not None:
             self.interval_s = interval_s
+        self._plans = type(allocation).prepare is not Allocation.prepare  # MCT: the reference walk
+        self._buckets: dict[tuple, tuple[list[Key], list[JobView]]] = {}  # signature -> keys, jobs in key order
+        self._queued: dict[str, tuple[tuple, Key]] = {}  # queued job id -> (signature, key)
+        self._last_seq = -1
+        self._quiet: tuple[float, float] = (math.nan, math.inf)  # (decision time, running keys valid until)
+        self._last_running: tuple | None = None  # (running, valid until, keys, ranked, shares) of an idle decision
+        self._no_fit: tuple[list[int] | None, set[tuple]] = (None, set())  # (free at the end, shapes not fitting)
+        self._failed_heads: set[tuple] = set()  # (signature, key) of bucket heads the last walk failed
 
     def priority(self, job: JobView, view: SchedulerView) -> float:
         """The primary key of ``job`` (queued or running) now; smaller runs first."""
@@ -77,7 +87,8 @@ class PreemptiveScheduler:
     def prepare(self, view: SchedulerView) -> None:
         """Hook run once per decision before keys are computed (LAS promotes here)."""
 
-    def decide(self, view: SchedulerView) -> Decision:
+    def _decide_reference(self, view: SchedulerView) -> Decision:
+        """Every key and the whole queue at every decision (what :meth:`decide` must equal)."""
         self.prepare(view)
         keys: dict[str, Key] = {}
         for job in (*view.running, *view.queue):
@@ -139,6 +150,186 @@ class PreemptiveScheduler:
                 continue
             starts.append(Start(job_id, nodes))
         return Decision(tuple(starts), tuple(preempted))
+
+    def _add(self, job: JobView, view: SchedulerView, signature: tuple) -> None:
+        key = (self.priority(job, view), job.submit, job.index)
+        bucket = self._buckets.get(signature)
+        if bucket is None:
+            bucket = self._buckets[signature] = ([], [])
+        i = bisect_left(bucket[0], key)
+        bucket[0].insert(i, key)
+        bucket[1].insert(i, job)
+        self._queued[job.job_id] = (signature, key)
+
+    def _remove(self, job_id: str) -> tuple:
+        signature, key = self._queued.pop(job_id)
+        keys, jobs = self._buckets[signature]
+        i = bisect_left(keys, key)
+        del keys[i]
+        del jobs[i]
+        if not keys:
+            del self._buckets[signature]
+        return signature
+
+    def _sync(self, view: SchedulerView) -> None:
+        """Take in the jobs that (re-)entered the queue, then :meth:`_promote`."""
+        newcomers = view.queued_after(self._last_seq)
+        if newcomers:
+            self._last_seq = newcomers[0].queue_seq
+        if len(self._queued) + len(newcomers) != view.queue_length:  # changed behind our back: rebuild
+            self._reset_queue()
+            newcomers = list(view.queue)
+        # the reference walk first meets a newcomer's allocation in key order
+        newcomers.sort(key=lambda j: (self.priority(j, view), j.submit, j.index))
+        for job in newcomers:
+            self._add(job, view, (self.allocation.cluster_for(job, view), id(job.options), job.workers))
+        self._promote(view)
+
+    def _reset_queue(self) -> None:
+        self._buckets, self._queued = {}, {}
+
+    def _promote(self, view: SchedulerView) -> None:
+        """Hook: change queued jobs' keys that changed since they were added (LAS promotions)."""
+
+    def decide(self, view: SchedulerView) -> Decision:
+        """The walk of :meth:`_decide_reference`, on the bucketed queue (see the module docstring)."""
+        if self._plans or not self.incremental:
+            return self._decide_reference(view)
+        self._sync(view)
+        now = view.now
+        running = view.running
+        last = self._last_running
+        free = list(view.free)
+        same_free = self._no_fit[0] == free
+        if last is not None and last[0] == running and now < last[1]:
+            # nothing started or stopped and no running key changed since the last decision, which did nothing
+            keys, ranked, shares = last[2], last[3], last[4]
+            self._quiet = (now, last[1])
+            # (with backfill off a failure also depends on the clusters blocked before it: not kept)
+            failed = self._failed_heads if same_free and self.backfill else set()
+        else:
+            keys, ranked, shares = self._rank_running(view)
+            failed = set()
+        # with the free GPUs of the last decision's end, what did not fit then does not fit now
+        no_fit = set(self._no_fit[1]) if same_free else set()
+        decision, self._failed_heads = self._walk(view, keys, ranked, shares, free, no_fit, failed)
+        self._no_fit = (free, no_fit)
+        self._last_running = None if decision.starts or decision.preempts else (
+            running, self._quiet[1], keys, ranked, shares)
+        return decision
+
+    def _rank_running(self, view: SchedulerView) -> tuple[dict, dict, dict]:
+        """Running jobs' keys, per node group lowest priority first (the victim order), and shares;
+        also ``_quiet``: (now, a time before which these keys stay the same)."""
+        now = view.now
+        keys: dict[str, Key] = {}
+        soonest = math.inf
+        shares: dict[str, int] = {}
+        ordered = []
+        running_key = self._running_key
+        for job in view.running:
+            job_id = job.job_id
+            primary, until = running_key(job, view)
+            if until < soonest:
+                soonest = until
+            key = keys[job_id] = (primary, job.submit, job.index)
+            shares[job_id] = job.run_share
+            ordered.append((key, job))
+        self._quiet = (now, soonest)
+        # running jobs per node group, lowest priority (largest key) first: the victim order
+        node_cluster, node_type = view.fleet.node_cluster, view.fleet.node_type
+        ranked: dict[tuple, list[JobView]] = {}
+        ordered.sort(key=itemgetter(0), reverse=True)
+        for _, job in ordered:
+            first = job.running_nodes[0]
+            group_key = (node_cluster[first], node_type[first])
+            members = ranked.get(group_key)
+            if members is None:
+                ranked[group_key] = [job]
+            else:
+                members.append(job)
+        return keys, ranked, shares
+
+    def _running_key(self, job: JobView, view: SchedulerView) -> tuple[float, float]:
+        """A running job's primary key now, and a time before which it stays the same (now: no such
+        time; a remaining time shrinks as the job runs)."""
+        return self.priority(job, view), view.now
+
+    def _walk(self, view: SchedulerView, keys: dict, ranked: dict, shares: dict, free: list[int],
+              no_fit: set[tuple], failed: set[tuple]) -> tuple[Decision, set[tuple]]:
+        """:meth:`PreemptiveScheduler.decide`'s walk over the buckets' heads; also the (signature,
+        key) of the heads that failed. ``failed``: heads that failed in the last decision, which did
+        nothing, with the same running jobs, levels and free GPUs: until this walk starts or
+        preempts something, they fail again as they did then."""
+        failing: set[tuple] = set()
+        unchanged = True
+        # (key, bucket order or -1 for a preempted job back in the walk, signature or job, position)
+        heap: list = [(bucket[0][0], n, signature, 0) for n, (signature, bucket) in enumerate(self._buckets.items())]
+        heapq.heapify(heap)
+        preempted: dict[str, None] = {}
+        starts: list[Start] = []
+        started: list[str] = []
+        blocked: set[int] = set()
+        hopeless: set[tuple] = set()
+        groups = view.fleet.groups
+        clusters = len(view.fleet.cluster_names)
+        while heap:
+            key, order, item, position = heapq.heappop(heap)
+            if order < 0:
+                job = item
+                cluster = self.allocation.cluster_for(job, view)
+            else:
+                job = self._buckets[item][1][position]
+                cluster = item[0]
+            if cluster in blocked:
+                continue  # so are the bucket's later jobs
+            known = unchanged and order >= 0 and (item, key) in failed
+            nodes = None if known else place_job(job, cluster, groups, self.placement, free, no_fit, skip=blocked)
+            if nodes is None and not known:
+                for option in job.options:
+                    if option.cluster != cluster if cluster is not None else option.cluster in blocked:
+                        continue
+                    shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
+                    if shape in hopeless:
+                        continue
+                    candidates = []  # what _victims takes: strictly lower priority, on the group
+                    for r in ranked.get((option.cluster, option.gpu_type), ()):
+                        if keys[r.job_id][0] <= key[0]:
+                            break
+                        if r.job_id not in preempted:
+                            candidates.append(r)
+                    group = groups[option.cluster, option.gpu_type]
+                    victims = self._fewest(candidates, option.per_worker, job.workers, group, shares, free)
+                    if victims is None:
+                        hopeless.add(shape)
+                        continue
+                    for victim in victims:
+                        preempted[victim.job_id] = None
+                        for n in victim.running_nodes:
+                            free[n] += shares[victim.job_id]
+                    no_fit.clear()  # free grew: shapes may fit again
+                    nodes = self.placement(group, option.per_worker, job.workers, free)
+                    if nodes is None:  # a placement that fails with free slots breaks the contract
+                        raise AssertionError(f"placement refused job {job.job_id} although it fits")
+                    for victim in victims:  # back into the walk: it may restart on other free GPUs
+                        heapq.heappush(heap, (keys[victim.job_id], -1, victim, 0))
+                    break
+            if nodes is None:  # the bucket's later jobs fail too: it leaves the walk
+                if order >= 0:
+                    failing.add((item, key))
+                if not self.backfill:
+                    blocked.update(range(clusters) if cluster is None else (cluster,))
+                continue
+            unchanged = False
+            starts.append(Start(job.job_id, nodes))
+            if order >= 0:
+                started.append(job.job_id)
+                keys_of = self._buckets[item][0]
+                if position + 1 < len(keys_of):
+                    heapq.heappush(heap, (keys_of[position + 1], order, item, position + 1))
+        for job_id in started:
+            self._remove(job_id)
+        return Decision(tuple(starts), tuple(preempted)), failing
 
     @staticmethod
     def _victims(key: Key, option, workers: int, group: tuple[int, ...], running: list[JobView],
@@ -241,16 +432,8 @@ class LasScheduler(PreemptiveScheduler):
         self.starvation_factor = starvation_factor
         self._service_at_promotion: dict[str, float] = {}
         self.promotions = 0
-        self._plans = type(allocation).prepare is not Allocation.prepare
-        self._buckets: dict[tuple, tuple[list[Key], list[JobView]]] = {}  # signature -> keys, jobs in key order
-        self._queued: dict[str, tuple[tuple, Key]] = {}  # queued job id -> (signature, key)
         self._promote_at: list[tuple[float, int, JobView]] = []  # (promotion time lower bound, queue_seq, job)
-        self._last_seq = -1
         self._run_levels: dict[str, tuple] = {}  # running job -> (run_start, attained, level, next change)
-        self._quiet: tuple[float, float] = (math.nan, math.inf)  # (decision time, first running-level change)
-        self._last_running: tuple | None = None  # (running, valid until, keys, ranked, shares) of an idle decision
-        self._no_fit: tuple[list[int] | None, set[tuple]] = (None, set())  # (free at the end, shapes not fitting)
-        self._failed_heads: set[tuple] = set()  # (signature, key) of bucket heads the last walk failed
 
     def attained(self, job: JobView, view: SchedulerView) -> float:
         """GPU-seconds received so far, counting the current run of a running job."""
@@ -284,40 +467,18 @@ class LasScheduler(PreemptiveScheduler):
 
     # -- the incremental decision ------------------------------------------------------
     def _add(self, job: JobView, view: SchedulerView, signature: tuple) -> None:
-        key = (float(self.level(job, view)), job.submit, job.index)
-        bucket = self._buckets.get(signature)
-        if bucket is None:
-            bucket = self._buckets[signature] = ([], [])
-        i = bisect_left(bucket[0], key)
-        bucket[0].insert(i, key)
-        bucket[1].insert(i, job)
-        self._queued[job.job_id] = (signature, key)
+        super()._add(job, view, signature)
+        key = self._queued[job.job_id][1]
         if self.starvation_factor > 0 and key[0] > 0 and job.attained_service > 0:
             due = job.queued_since + self.starvation_factor * (job.attained_service / job.gpus)
             heapq.heappush(self._promote_at, (_lower_bound(due), job.queue_seq, job))
 
-    def _remove(self, job_id: str) -> tuple:
-        signature, key = self._queued.pop(job_id)
-        keys, jobs = self._buckets[signature]
-        i = bisect_left(keys, key)
-        del keys[i]
-        del jobs[i]
-        if not keys:
-            del self._buckets[signature]
-        return signature
+    def _reset_queue(self) -> None:
+        super()._reset_queue()
+        self._promote_at = []
 
-    def _sync(self, view: SchedulerView) -> None:
-        """Take in the jobs that (re-)entered the queue; promote the starving ones."""
-        newcomers = view.queued_after(self._last_seq)
-        if newcomers:
-            self._last_seq = newcomers[0].queue_seq
-        if len(self._queued) + len(newcomers) != view.queue_length:  # changed behind our back: rebuild
-            self._buckets, self._queued, self._promote_at = {}, {}, []
-            newcomers = list(view.queue)
-        # the reference walk first meets a newcomer's allocation in key order
-        newcomers.sort(key=lambda j: (self.level(j, view), j.submit, j.index))
-        for job in newcomers:
-            self._add(job, view, (self.allocation.cluster_for(job, view), id(job.options), job.workers))
+    def _promote(self, view: SchedulerView) -> None:
+        """Promote the starving queued jobs, from the heap of their promotion times."""
         heap, now, later = self._promote_at, view.now, []
         while heap and heap[0][0] <= now:
             entry = heapq.heappop(heap)
@@ -334,142 +495,15 @@ class LasScheduler(PreemptiveScheduler):
         for entry in later:  # the bound was early: look again at the next decision
             heapq.heappush(heap, entry)
 
-    def decide(self, view: SchedulerView) -> Decision:
-        if self._plans:
-            return super().decide(view)
-        self._sync(view)
-        now = view.now
-        running = view.running
-        last = self._last_running
-        free = list(view.free)
-        same_free = self._no_fit[0] == free
-        if last is not None and last[0] == running and now < last[1]:
-            # nothing started, stopped or crossed a threshold since the last decision, which did nothing
-            keys, ranked, shares = last[2], last[3], last[4]
-            self._quiet = (now, last[1])
-            # (with backfill off a failure also depends on the clusters blocked before it: not kept)
-            failed = self._failed_heads if same_free and self.backfill else set()
-        else:
-            keys, ranked, shares = self._rank_running(view)
-            failed = set()
-        # with the free GPUs of the last decision's end, what did not fit then does not fit now
-        no_fit = set(self._no_fit[1]) if same_free else set()
-        decision, self._failed_heads = self._walk(view, keys, ranked, shares, free, no_fit, failed)
-        self._no_fit = (free, no_fit)
-        self._last_running = None if decision.starts or decision.preempts else (
-            running, self._quiet[1], keys, ranked, shares)
-        return decision
-
-    def _rank_running(self, view: SchedulerView) -> tuple[dict, dict, dict]:
-        """Running jobs' keys, per node group lowest priority first (the victim order), and shares."""
-        now = view.now
-        keys: dict[str, Key] = {}
-        # a running job's level, kept while its run lasts until (a bound on) its next threshold crossing
-        cached, levels, soonest = self._run_levels, {}, math.inf
-        shares: dict[str, int] = {}
-        ordered = []
-        for job in view.running:
-            job_id = job.job_id
-            entry = cached.get(job_id)
-            if entry is None or entry[0] != job.run_start or entry[1] != job.attained_service or now >= entry[3]:
-                entry = (job.run_start, job.attained_service, *self._level_and_next(job, view))
-            levels[job_id] = entry
-            if entry[3] < soonest:
-                soonest = entry[3]
-            key = keys[job_id] = (float(entry[2]), job.submit, job.index)
-            shares[job_id] = job.run_share
-            ordered.append((key, job))
-        self._run_levels = levels
-        self._quiet = (now, soonest)
-        # running jobs per node group, lowest priority (largest key) first: the victim order
-        node_cluster, node_type = view.fleet.node_cluster, view.fleet.node_type
-        ranked: dict[tuple, list[JobView]] = {}
-        ordered.sort(key=itemgetter(0), reverse=True)
-        for _, job in ordered:
-            first = job.running_nodes[0]
-            group_key = (node_cluster[first], node_type[first])
-            members = ranked.get(group_key)
-            if members is None:
-                ranked[group_key] = [job]
-            else:
-                members.append(job)
-        return keys, ranked, shares
-
-    def _walk(self, view: SchedulerView, keys: dict, ranked: dict, shares: dict, free: list[int],
-              no_fit: set[tuple], failed: set[tuple]) -> tuple[Decision, set[tuple]]:
-        """:meth:`PreemptiveScheduler.decide`'s walk over the buckets' heads; also the (signature,
-        key) of the heads that failed. ``failed``: heads that failed in the last decision, which did
-        nothing, with the same running jobs, levels and free GPUs: until this walk starts or
-        preempts something, they fail again as they did then."""
-        failing: set[tuple] = set()
-        unchanged = True
-        # (key, bucket order or -1 for a preempted job back in the walk, signature or job, position)
-        heap: list = [(bucket[0][0], n, signature, 0) for n, (signature, bucket) in enumerate(self._buckets.items())]
-        heapq.heapify(heap)
-        preempted: dict[str, None] = {}
-        starts: list[Start] = []
-        started: list[str] = []
-        blocked: set[int] = set()
-        hopeless: set[tuple] = set()
-        groups = view.fleet.groups
-        clusters = len(view.fleet.cluster_names)
-        while heap:
-            key, order, item, position = heapq.heappop(heap)
-            if order < 0:
-                job = item
-                cluster = self.allocation.cluster_for(job, view)
-            else:
-                job = self._buckets[item][1][position]
-                cluster = item[0]
-            if cluster in blocked:
-                continue  # so are the bucket's later jobs
-            known = unchanged and order >= 0 and (item, key) in failed
-            nodes = None if known else place_job(job, cluster, groups, self.placement, free, no_fit, skip=blocked)
-            if nodes is None and not known:
-                for option in job.options:
-                    if option.cluster != cluster if cluster is not None else option.cluster in blocked:
-                        continue
-                    shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
-                    if shape in hopeless:
-                        continue
-                    candidates = []  # what _victims takes: strictly lower priority, on the group
-                    for r in ranked.get((option.cluster, option.gpu_type), ()):
-                        if keys[r.job_id][0] <= key[0]:
-                            break
-                        if r.job_id not in preempted:
-                            candidates.append(r)
-                    group = groups[option.cluster, option.gpu_type]
-                    victims = self._fewest(candidates, option.per_worker, job.workers, group, shares, free)
-                    if victims is None:
-                        hopeless.add(shape)
-                        continue
-                    for victim in victims:
-                        preempted[victim.job_id] = None
-                        for n in victim.running_nodes:
-                            free[n] += shares[victim.job_id]
-                    no_fit.clear()  # free grew: shapes may fit again
-                    nodes = self.placement(group, option.per_worker, job.workers, free)
-                    if nodes is None:  # a placement that fails with free slots breaks the contract
-                        raise AssertionError(f"placement refused job {job.job_id} although it fits")
-                    for victim in victims:  # back into the walk: it may restart on other free GPUs
-                        heapq.heappush(heap, (keys[victim.job_id], -1, victim, 0))
-                    break
-            if nodes is None:  # the bucket's later jobs fail too: it leaves the walk
-                if order >= 0:
-                    failing.add((item, key))
-                if not self.backfill:
-                    blocked.update(range(clusters) if cluster is None else (cluster,))
-                continue
-            unchanged = False
-            starts.append(Start(job.job_id, nodes))
-            if order >= 0:
-                started.append(job.job_id)
-                keys_of = self._buckets[item][0]
-                if position + 1 < len(keys_of):
-                    heapq.heappush(heap, (keys_of[position + 1], order, item, position + 1))
-        for job_id in started:
-            self._remove(job_id)
-        return Decision(tuple(starts), tuple(preempted)), failing
+    def _running_key(self, job: JobView, view: SchedulerView) -> tuple[float, float]:
+        """The level, kept while the run lasts until (a bound on) its next threshold crossing."""
+        cached = self._run_levels
+        entry = cached.get(job.job_id)
+        if entry is None or entry[0] != job.run_start or entry[1] != job.attained_service or view.now >= entry[3]:
+            if len(cached) > 4 * len(view.running) + 64:  # forget jobs that stopped running
+                self._run_levels = cached = {j.job_id: cached[j.job_id] for j in view.running if j.job_id in cached}
+            entry = cached[job.job_id] = (job.run_start, job.attained_service, *self._level_and_next(job, view))
+        return float(entry[2]), entry[3]
 
     def quiet_until(self, view: SchedulerView) -> float:
         """After a decision that started and preempted nothing: a time at or before the first at
@@ -501,7 +535,7 @@ class LasEveryRound(LasScheduler):
     quiet_until = None  # type: ignore[assignment]
 
     def decide(self, view: SchedulerView) -> Decision:
-        return PreemptiveScheduler.decide(self, view)
+        return self._decide_reference(view)
 
 
 def build_srtf(options, **common) -> PreemptiveScheduler:

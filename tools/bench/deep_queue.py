@@ -42,6 +42,8 @@ TRACE = REPO.parent / "shared" / "traces" / "philly" / "pollux_philly.csv"
 #: offered load sum(g d) / (50 GPUs x span) of the trace's first 10,000 jobs
 TRACE_LOAD = 7.0
 POLICIES = ("fifo", "sjf", "hrrn", "edf", "sufferage", "lyra", "las", "srsf", "gp")
+#: also accepted by --policies (not run by default): the other preemptive policies
+EXTRA = ("srtf-preemptive", "srsf-preemptive")
 
 SCENARIO = """\
 name = "deep_queue"
@@ -182,7 +184,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--source", choices=("auto", "trace", "generator"), default="auto")
-    p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES + EXTRA)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     source = args.source
