@@ -11,6 +11,20 @@ preemptions first, then the starts, so nothing is preempted for nothing
 once on other free GPUs (a migration). Finished work is kept; the engine adds
 ``restart_penalty_s`` to every restart.
 
+How the walk stays cheap on a deep queue (:meth:`PreemptiveScheduler.decide`;
+:meth:`PreemptiveScheduler._decide_reference` is the walk as written above,
+and ``tests/test_las_fast.py`` checks that both give the same event log): a
+queued job's key does not change while it waits (remaining work, or a LAS
+level until a promotion), so queued jobs stay between decisions in buckets of
+one signature (cluster, options, workers), each in key order, and the walk
+merges the buckets' heads. A head that can neither be placed nor make room by
+preempting fails, and so does the rest of its bucket: their keys are no
+smaller, so their candidate victims are fewer, and the free GPUs plus those of
+candidate victims only shrink along the walk. The bucket leaves the walk. A
+decision costs the running jobs plus about (signatures + starts +
+preemptions) x log, not the queue length. With a planning allocation (MCT)
+every decision is the reference walk.
+
 - ``srtf-preemptive``: key = remaining reference-type seconds. A running
   job's key only shrinks while it runs, so a job never preempts the job
   that preempted it.
@@ -398,28 +412,21 @@ def _lower_bound(t: float) -> float:
 class LasScheduler(PreemptiveScheduler):
     """Tiresias discretised 2D-LAS: queues by attained GPU-service, FIFO inside a queue.
 
-    The decision is :meth:`PreemptiveScheduler.decide`'s walk (kept as
-    :class:`LasEveryRound`, the reference), made cheap on deep queues with exactly
-    the same starts and preemptions (``tests/test_las_fast.py``):
+    On top of the bucketed walk (module docstring; :class:`LasEveryRound` is the
+    every-round reference, with exactly the same starts, preemptions, decision
+    count and end time in ``tests/test_las_fast.py``):
 
-    * a queued job's key (level, submit, index) changes only when it is promoted,
-      so queued jobs stay between decisions in buckets of one signature (cluster,
-      options, workers), each in key order, and the walk merges the buckets'
-      heads. A job that cannot start even by preempting every lower-priority job
-      fails, and so does every later job of its bucket (their keys are no
-      smaller, so their candidate victims are fewer, and the free GPUs plus those
-      of candidate victims only shrink along the walk): the bucket leaves the
-      walk. A decision costs about (signatures + starts + preemptions) x log,
-      plus the running jobs, not the queue length;
     * starvation promotions come from a heap of each waiting job's promotion
-      time instead of a pass over the queue;
+      time instead of a pass over the queue (a promoted job moves in its bucket);
+    * a running job's level is kept until (a bound on) its next threshold
+      crossing; after a decision that did nothing, the next one with the same
+      running jobs and free GPUs reuses their ranking and the failed heads;
     * :meth:`quiet_until` tells the engine, after a decision that changed
       nothing, the earliest time a running job can cross a threshold or a queued
       job can be promoted; until then (and until the next arrival or finish) a
       periodic round would decide the same nothing, so the engine counts it
       without running it (simsched/engine.py, ``skipping_rounds``).
 
-    With a planning allocation (MCT) every decision uses the reference walk.
     """
 
     def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True,
