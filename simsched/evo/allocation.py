@@ -30,6 +30,7 @@ from simsched.evo.planner import (
     Plan,
     _commit,
     _earliest,
+    _place_one,
     _state_copy,
     _state_from_fixed,
     plan_kernel,
@@ -405,11 +406,16 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
         j = ws.members[p, i]
         units = k.per_worker[j, p]
         r = k.workers[j]
-        t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
-        if t == np.inf:
-            return np.inf, np.inf, np.inf, np.inf, count + 1.0
         d = k.duration[j, p]
-        fin = _commit(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.nodes)
+        if r == 1:
+            t, fin = _place_one(now, units, d, bp, fp, op, enp, eup, bfp, cp, sigma)
+            if t == np.inf:
+                return np.inf, np.inf, np.inf, np.inf, count + 1.0
+        else:
+            t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
+            if t == np.inf:
+                return np.inf, np.inf, np.inf, np.inf, count + 1.0
+            fin = _commit(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.nodes)
         uq = k.weight[j] * (k.queued[j] + (t - now))  # Eq. 2
         sum_uq += uq
         if uq > max_uq:
