@@ -29,6 +29,7 @@ from simsched.evo.objective import DEFAULT_WEIGHTS, _combine, combine_weights, o
 from simsched.evo.planner import (
     Plan,
     _commit,
+    _commit_fill,
     _earliest,
     _place_one,
     _state_copy,
@@ -329,6 +330,7 @@ class _Workspace(NamedTuple):
     member_count: np.ndarray  # (P,)
     keys: np.ndarray  # (P,) uint64
     bits: np.ndarray  # (P, W) uint64
+    candidates: np.ndarray  # (N_max,) scratch of planner._commit_fill
 
 
 def _workspace(k: _Kernel) -> _Workspace:
@@ -342,6 +344,7 @@ def _workspace(k: _Kernel) -> _Workspace:
         np.zeros(n_clusters, np.int64),
         np.zeros(n_clusters, np.uint64),
         np.zeros((n_clusters, max((n_jobs + 63) // 64, 1)), np.uint64),
+        np.zeros(n_nodes, np.int64),
     )
 
 
@@ -415,7 +418,7 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
             t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
             if t == np.inf:
                 return np.inf, np.inf, np.inf, np.inf, count + 1.0
-            fin = _commit(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.nodes)
+            fin = _commit_fill(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.candidates)
         uq = k.weight[j] * (k.queued[j] + (t - now))  # Eq. 2
         sum_uq += uq
         if uq > max_uq:

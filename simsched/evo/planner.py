@@ -475,6 +475,8 @@ def _place_one(
         if s >= per_worker and (best < 0 or s < best_sigma):
             best = n
             best_sigma = s
+            if s == per_worker:  # no node can fit tighter, and later ties lose (sigma is unused now)
+                break
     t = now
     if best < 0:
         n_items = counts[0]
@@ -521,6 +523,79 @@ def _place_one(
         counts[0] = n_items + 1
         counts[1] = n_entries
     return t, finish
+
+
+@njit(cache=True, inline="always")
+def _commit_fill(
+    now: float,
+    start: float,
+    duration: float,
+    per_worker: int,
+    workers: int,
+    sigma: np.ndarray,
+    base: np.ndarray,
+    item_finish: np.ndarray,
+    item_offset: np.ndarray,
+    entry_node: np.ndarray,
+    entry_units: np.ndarray,
+    by_finish: np.ndarray,
+    counts: np.ndarray,
+    candidates: np.ndarray,
+) -> float:
+    """:func:`_commit` (without ``out_nodes``), filling one node at a time: the same nodes and state.
+
+    Best fit puts a worker on the fitting node of least sigma (lowest index on ties); that
+    node's sigma only drops, so the next workers go there too until it is full, then to the
+    next such node. So each node used is found once, not once per worker (a node with
+    sigma == per_worker ends the search: none is tighter, and later ties lose).
+    """
+    m = 0
+    for n in range(sigma.shape[0]):
+        if sigma[n] >= per_worker:
+            candidates[m] = n
+            m += 1
+    finish = start + duration
+    keep = finish > now
+    n_items = counts[0]
+    n_entries = counts[1]
+    left = workers
+    while left > 0:
+        pick = 0
+        best_sigma = sigma[candidates[0]]
+        if best_sigma != per_worker:
+            for c in range(1, m):
+                s = sigma[candidates[c]]
+                if s < best_sigma:
+                    pick = c
+                    best_sigma = s
+                    if s == per_worker:
+                        break
+        n = candidates[pick]
+        take = best_sigma // per_worker
+        if take > left:
+            take = left
+        units = take * per_worker
+        sigma[n] = best_sigma - units
+        left -= take
+        if keep:
+            base[n] -= units
+            entry_node[n_entries] = n
+            entry_units[n_entries] = units
+            n_entries += 1
+        for c in range(pick, m - 1):
+            candidates[c] = candidates[c + 1]
+        m -= 1
+    if keep:
+        item_finish[n_items] = finish
+        item_offset[n_items + 1] = n_entries
+        pos = n_items
+        while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
+            by_finish[pos] = by_finish[pos - 1]
+            pos -= 1
+        by_finish[pos] = n_items
+        counts[0] = n_items + 1
+        counts[1] = n_entries
+    return finish
 
 
 @njit(cache=True)
