@@ -15,7 +15,9 @@ docs/learning.md. This module replays the same run in numba, in the same order:
   MCT over the groups with the planner kernels of :mod:`simsched.evo.planner`
   (each group's state rebuilt from its running jobs, with the engine's
   ``now + time left`` finish times), and the jobs planned at ``now`` started
-  group by group in priority order, on the planned nodes;
+  group by group in priority order, on the planned nodes (only the
+  zero-duration ones that fit, when a zero-duration job makes them not all
+  fit: :meth:`simsched.evo.scheduler.Problem.decision`'s rule);
 * the §7 summary objective from the per-job waits, ends and GPU-seconds.
 
 The SimPy engine stays the reference: :func:`objective` must equal
