@@ -543,6 +543,73 @@ def _evaluate_population(
 
 
 @njit(cache=True)
+def _before(a: float, b: float) -> bool:
+    """``a`` sorts before ``b`` in numpy's order for floats (NaN last)."""
+    return a < b or (np.isnan(b) and not np.isnan(a))
+
+
+@njit(cache=True)
+def _generation(
+    k: _Kernel,
+    ws: _Workspace,
+    cache: _Cache,
+    use_cache: bool,
+    population: np.ndarray,
+    fitness: np.ndarray,
+    uniforms: np.ndarray,
+    mutation_rate: float,
+    children: np.ndarray,
+    child_fitness: np.ndarray,
+    child_order: np.ndarray,
+    out_population: np.ndarray,
+    out_fitness: np.ndarray,
+) -> None:
+    """One EA generation: offspring, their objectives, and the best n of parents and offspring.
+
+    The selection is ``np.argsort(concat(fitness, child_fitness), kind="stable")[:n]``
+    (parents win ties), computed as a merge: ``population`` is sorted by ``fitness``
+    already (every generation leaves it so), the children are sorted stably here.
+    """
+    _offspring(k, population, uniforms, mutation_rate, children)
+    _evaluate_population(k, ws, cache, use_cache, children, child_fitness)
+    _select(population, fitness, children, child_fitness, child_order, out_population, out_fitness)
+
+
+@njit(cache=True)
+def _select(
+    population: np.ndarray,
+    fitness: np.ndarray,
+    children: np.ndarray,
+    child_fitness: np.ndarray,
+    child_order: np.ndarray,
+    out_population: np.ndarray,
+    out_fitness: np.ndarray,
+) -> None:
+    """The best n of parents (sorted by ``fitness``) and children, as numpy's stable argsort
+    of the concatenation (NaN last, parents win ties) would keep them, in that order."""
+    m = child_fitness.shape[0]
+    for c in range(m):  # stable insertion sort of the children by fitness
+        value = child_fitness[c]
+        pos = c
+        while pos > 0 and _before(value, child_fitness[child_order[pos - 1]]):
+            child_order[pos] = child_order[pos - 1]
+            pos -= 1
+        child_order[pos] = c
+    n = population.shape[0]
+    i = 0
+    c = 0
+    for slot in range(n):
+        if c < m and (i >= n or _before(child_fitness[child_order[c]], fitness[i])):
+            out_population[slot] = children[child_order[c]]
+            out_fitness[slot] = child_fitness[child_order[c]]
+            c += 1
+        else:
+            out_population[slot] = population[i]
+            out_fitness[slot] = fitness[i]
+            i += 1
+
+
+@njit(cache=True)
 def _random_init(k: _Kernel, uniforms: np.ndarray, out: np.ndarray) -> None:
     """Feasibility-aware init: each job on a uniformly drawn feasible cluster (-1 if none)."""
     for i in range(out.shape[0]):
@@ -830,6 +897,9 @@ def evolve(
     n_pairs = (n + 1) // 2
     children = np.empty((2 * n_pairs, n_jobs), dtype=np.int64)
     child_fitness = np.empty(2 * n_pairs)
+    child_order = np.empty(2 * n_pairs, dtype=np.int64)
+    next_population = np.empty_like(population)
+    next_fitness = np.empty_like(fitness)
     stop_reason = "generations"
     since_improvement = 0
     done = 0
@@ -840,13 +910,10 @@ def evolve(
         if stagnation is not None and since_improvement >= stagnation:
             stop_reason = "stagnation"
             break
-        _offspring(k, population, rng.random((n_pairs, 10)), mutation_rate, children)
-        _evaluate_population(k, ws, table, cache, children, child_fitness)
-        # Keep the best n of parents and offspring; parents win ties (stable sort).
-        pool = np.concatenate((population, children))
-        pool_fitness = np.concatenate((fitness, child_fitness))
-        keep = np.argsort(pool_fitness, kind="stable")[:n]
-        population, fitness = pool[keep], pool_fitness[keep]
+        _generation(k, ws, table, cache, population, fitness, rng.random((n_pairs, 10)), mutation_rate,
+                    children, child_fitness, child_order, next_population, next_fitness)
+        population, next_population = next_population, population
+        fitness, next_fitness = next_fitness, fitness
         since_improvement = since_improvement + 1 if fitness[0] >= history[-1] else 0
         history.append(float(fitness[0]))
         done += 1
