@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simsched.errors import InputError
 from simsched.evo.allocation import (
@@ -292,3 +294,56 @@ def test_no_jobs() -> None:
     assert result.assignment.shape == (0,)
     # One running job: u q = 0, C_u = 4 * 10 / (16 * 10).
     assert result.objective == pytest.approx(1 - 0.25)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_select_equals_numpy_stable_argsort(seed: int) -> None:
+    """The EA's in-kernel selection against the numpy code it replaced: ties, inf and NaN."""
+    from simsched.evo.allocation import _select
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 12)), 2 * int(rng.integers(1, 7))
+    pool = rng.choice([0.0, -0.0, 1.0, 2.0, 2.5, np.inf, -np.inf, np.nan], n + m)
+    fitness = np.sort(pool[:n], kind="stable")  # parents arrive sorted
+    child_fitness = pool[n:].copy()
+    population = rng.integers(0, 5, (n, 3))
+    children = rng.integers(0, 5, (m, 3))
+    out_population, out_fitness = np.empty_like(population), np.empty_like(fitness)
+    _select(population, fitness, children, child_fitness, np.empty(m, np.int64), out_population, out_fitness)
+    keep = np.argsort(np.concatenate((fitness, child_fitness)), kind="stable")[:n]
+    np.testing.assert_array_equal(out_population, np.concatenate((population, children))[keep])
+    np.testing.assert_array_equal(out_fitness, np.concatenate((fitness, child_fitness))[keep])
+
+
+def test_generation_kernel_equals_the_python_loop() -> None:
+    """Offspring, objectives and selection in one kernel give the populations the old loop gave."""
+    from simsched.evo.allocation import _evaluate_population, _generation, _new_cache, _workspace
+
+    rng = np.random.default_rng(17)
+    for _ in range(5):
+        instance = _random_instance(rng, 20, 3)
+        k = instance.kernel
+        n, pairs = 10, 5
+        population = np.empty((n, instance.n_jobs), np.int64)
+        _random_init(k, rng.random(population.shape), population)
+        fitness = np.empty(n)
+        _evaluate_population(k, _workspace(k), _new_cache(instance.n_jobs, 0), False, population, fitness)
+        keep = np.argsort(fitness, kind="stable")
+        old_pop, old_fit = population[keep], fitness[keep]
+        new_pop, new_fit = old_pop.copy(), old_fit.copy()
+        ws, table = _workspace(k), _new_cache(instance.n_jobs, 1000)
+        children, child_fitness = np.empty((2 * pairs, instance.n_jobs), np.int64), np.empty(2 * pairs)
+        for _ in range(15):
+            uniforms = rng.random((pairs, 10))
+            _offspring(k, old_pop, uniforms, 0.5, children)
+            _evaluate_population(k, _workspace(k), _new_cache(instance.n_jobs, 0), False, children, child_fitness)
+            pool, pool_fitness = np.concatenate((old_pop, children)), np.concatenate((old_fit, child_fitness))
+            keep = np.argsort(pool_fitness, kind="stable")[:n]
+            old_pop, old_fit = pool[keep], pool_fitness[keep]
+            out_pop, out_fit = np.empty_like(new_pop), np.empty_like(new_fit)
+            _generation(k, ws, table, True, new_pop, new_fit, uniforms, 0.5, np.empty_like(children),
+                        np.empty(2 * pairs), np.empty(2 * pairs, np.int64), out_pop, out_fit)
+            new_pop, new_fit = out_pop, out_fit
+            np.testing.assert_array_equal(new_pop, old_pop)
+            np.testing.assert_array_equal(new_fit, old_fit)

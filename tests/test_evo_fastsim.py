@@ -74,9 +74,7 @@ def random_fleet(rng: np.random.Generator) -> tuple[str, bool]:
 def random_jobs(rng: np.random.Generator, count: int) -> list[str]:
     """Float submits (some equal, some rounding), fractional durations, multi-worker jobs, GPU types.
 
-    Durations are > 0: a zero-duration job planned at now frees its nodes at once in the plan
-    (Eq. 12), but the engine holds them until its completion event, so mct-gp on either path
-    would start two jobs on one node (a limitation of the planner, not of this kernel).
+    Durations are > 0 (:func:`test_zero_duration_jobs_match_the_engine` adds zeros).
     """
     rows = []
     submit = 0.0
@@ -104,6 +102,32 @@ def test_random_instances_and_functions_match_the_engine(tmp_path: Path) -> None
                               jobs=random_jobs(rng, int(rng.integers(5, 45))))
         for graph in (parse("g * d"), gp.to_graph(gp.generate(rng, primitives, 1, 5, "grow"), primitives)):
             assert_same(path, graph)
+
+
+def test_zero_duration_jobs_match_the_engine(tmp_path: Path) -> None:
+    """A third of the jobs last 0 s. The plan gives them no capacity, the engine holds their nodes
+    until their finish event at the same instant: both paths start only the zero-duration jobs
+    when the jobs planned at now do not all fit (Problem.decision); the direct kernel agrees."""
+    rng = np.random.default_rng(5)
+    primitives = gp.PrimitiveSet()
+    for case in range(12):
+        folder = tmp_path / f"case{case}"
+        folder.mkdir()
+        clusters, mixed = random_fleet(rng)
+        scheduler = 'policy = "fifo"' + ("\nheterogeneous = true" if mixed and rng.random() < 0.7 else "")
+        jobs = []
+        for row in random_jobs(rng, int(rng.integers(5, 45))):
+            fields = row.split(",")
+            if rng.random() < 0.3:
+                fields[2] = "0.0"
+            jobs.append(",".join(fields))
+        path = write_scenario(folder, clusters=clusters, scheduler=scheduler, jobs=jobs)
+        for graph in (parse("d"), gp.to_graph(gp.generate(rng, primitives, 1, 5, "grow"), primitives)):
+            assert_same(path, graph)
+            instance = fastsim.prepare(load_scenario(path))
+            fast, direct = fastsim.run(instance, graph), fastsim.run(instance, graph, direct=True)
+            for name in ("status", "wait", "start", "end", "gpu_seconds", "group"):
+                np.testing.assert_array_equal(getattr(fast, name), getattr(direct, name))
 
 
 @pytest.mark.parametrize("priority", ["srsf", "gp-paper", "q * u - d", "d % (q - q)"])

@@ -210,3 +210,73 @@ def test_bad_inputs_raise_input_error(planner, change: dict, message: str) -> No
     kwargs.update(change)
     with pytest.raises(InputError, match=message):
         planner(**kwargs)
+
+
+def _state(now, cap, fixed_finish, fixed_usage, max_items, max_entries):
+    from simsched.evo.planner import _state_from_fixed
+
+    state = (np.zeros(cap.shape[0], np.int64), np.zeros(max_items), np.zeros(max_items + 1, np.int64),
+             np.zeros(max_entries, np.int64), np.zeros(max_entries, np.int64), np.zeros(max_items, np.int64),
+             np.zeros(2, np.int64))
+    _state_from_fixed(now, cap, fixed_finish, fixed_usage, *state)
+    return state
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_place_one_equals_earliest_then_commit(seed: int) -> None:
+    """The EA's fused one-worker placement (planner._place_one) against the general path it
+    replaces there (_earliest, then _commit): same start, finish, node and planner state after
+    every job, on random clusters with running jobs, ties, zero durations and jobs that never fit."""
+    from simsched.evo.planner import _commit, _earliest, _place_one
+
+    rng = np.random.default_rng(seed)
+    now, cap, fixed_finish, fixed_usage, *_ = _random_instance(rng)
+    n_jobs = int(rng.integers(1, 25))
+    per_worker = rng.integers(1, 6, n_jobs) * int(max(cap.max(initial=1), 1) // 4 or 1)
+    duration = rng.integers(0, 7, n_jobs).astype(float) * rng.choice([1.0, 0.5])
+    max_items, max_entries = fixed_finish.shape[0] + n_jobs, fixed_usage.size + n_jobs
+    old = _state(now, cap, fixed_finish, fixed_usage, max_items, max_entries)
+    new = _state(now, cap, fixed_finish, fixed_usage, max_items, max_entries)
+    sigma_old, sigma_new = np.zeros(cap.shape[0], np.int64), np.zeros(cap.shape[0], np.int64)
+    nodes = np.zeros(1, np.int64)
+    for j in range(n_jobs):
+        t_old = _earliest(now, per_worker[j], 1, *old, sigma_old)
+        t_new, fin_new = _place_one(now, per_worker[j], duration[j], *new, sigma_new)
+        assert t_new == t_old
+        if t_old == np.inf:
+            assert fin_new == np.inf
+            continue
+        assert fin_new == _commit(now, t_old, duration[j], per_worker[j], 1, sigma_old, *old, nodes)
+        for a, b in zip(old, new):
+            np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_commit_fill_equals_commit(seed: int) -> None:
+    """The EA's node-at-a-time best fit for multi-worker jobs (planner._commit_fill) against
+    _commit: same finish and planner state after every job (1-4 workers, ties, zero durations)."""
+    from simsched.evo.planner import _commit, _commit_fill, _earliest
+
+    rng = np.random.default_rng(seed)
+    now, cap, fixed_finish, fixed_usage, *_ = _random_instance(rng)
+    n_jobs = int(rng.integers(1, 25))
+    per_worker = rng.integers(1, 6, n_jobs) * int(max(cap.max(initial=1), 1) // 4 or 1)
+    workers = rng.integers(1, 5, n_jobs)
+    duration = rng.integers(0, 7, n_jobs).astype(float) * rng.choice([1.0, 0.5])
+    max_items, max_entries = fixed_finish.shape[0] + n_jobs, fixed_usage.size + int(workers.sum())
+    old = _state(now, cap, fixed_finish, fixed_usage, max_items, max_entries)
+    new = _state(now, cap, fixed_finish, fixed_usage, max_items, max_entries)
+    sigma_old, sigma_new = np.zeros(cap.shape[0], np.int64), np.zeros(cap.shape[0], np.int64)
+    nodes, candidates = np.zeros(4, np.int64), np.zeros(cap.shape[0], np.int64)
+    for j in range(n_jobs):
+        t = _earliest(now, per_worker[j], workers[j], *old, sigma_old)
+        assert _earliest(now, per_worker[j], workers[j], *new, sigma_new) == t
+        if t == np.inf:
+            continue
+        finish = _commit(now, t, duration[j], per_worker[j], workers[j], sigma_old, *old, nodes)
+        assert _commit_fill(now, t, duration[j], per_worker[j], workers[j], sigma_new, *new, candidates) == finish
+        np.testing.assert_array_equal(sigma_old, sigma_new)
+        for a, b in zip(old, new):
+            np.testing.assert_array_equal(a, b)

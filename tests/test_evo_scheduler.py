@@ -98,3 +98,42 @@ def test_preemptive_policies_with_mct_allocation(tmp_path, policy):
     jobs = simsched.run(path).jobs
     assert set(jobs["status"]) == {"done"}
     assert (jobs["end"] - jobs["start"] >= jobs["duration"]).all()
+
+
+ONE_NODE = '[[cluster]]\nname = "a"\nnodes = [{ count = 1, gpus = 8 }]'
+
+
+def _log(result):
+    return [(float(e.time), e.event, e.job_id, str(e.detail)) for e in result.events.itertuples()]
+
+
+@pytest.mark.parametrize("policy", ["mct-gp", "evo-gp"])
+def test_zero_duration_job_planned_at_now_does_not_over_allocate(tmp_path, policy):
+    # Regression: the plan gives a 0 s job no capacity (its interval [now, now) is empty), so
+    # A (0 s), B (0 s) and C (5 s) were all planned at t=0 on the one node and the engine raised
+    # DecisionError starting B. Now the decision starts A only (f = d: zero-duration jobs first);
+    # A's finish at t=0 brings the next decision at t=0, and so on: every job starts at its
+    # planned time, one after the other.
+    jobs = ["A,0,0,8,,,,,", "B,0,0,8,,,,,", "C,0,5,8,,,,,"]
+    result = simsched.run(write_scenario(tmp_path, clusters=ONE_NODE, jobs=jobs,
+                                         scheduler=f'policy = "{policy}"\npriority = "d"'))
+    assert _log(result) == [
+        (0.0, "arrive", "A", ""), (0.0, "arrive", "B", ""), (0.0, "arrive", "C", ""),
+        (0.0, "start", "A", "0"), (0.0, "finish", "A", ""),
+        (0.0, "start", "B", "0"), (0.0, "finish", "B", ""),
+        (0.0, "start", "C", "0"), (5.0, "finish", "C", ""),
+    ]
+
+
+def test_zero_duration_job_after_a_longer_one(tmp_path):
+    # f = -d: the 10 s job goes first and holds the node until 10; the 0 s job is planned at 10
+    # (it needs the whole node); D (0 s, 4 GPUs) too, and it starts after B has finished, at 10.
+    jobs = ["A,0,10,8,,,,,", "B,0,0,8,,,,,", "D,0,0,4,,,,,"]
+    result = simsched.run(write_scenario(tmp_path, clusters=ONE_NODE, jobs=jobs,
+                                         scheduler='policy = "mct-gp"\npriority = "0 - d"'))
+    assert _log(result) == [
+        (0.0, "arrive", "A", ""), (0.0, "arrive", "B", ""), (0.0, "arrive", "D", ""),
+        (0.0, "start", "A", "0"), (10.0, "finish", "A", ""),
+        (10.0, "start", "B", "0"), (10.0, "finish", "B", ""),
+        (10.0, "start", "D", "0"), (10.0, "finish", "D", ""),
+    ]

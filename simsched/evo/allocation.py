@@ -29,7 +29,9 @@ from simsched.evo.objective import DEFAULT_WEIGHTS, _combine, combine_weights, o
 from simsched.evo.planner import (
     Plan,
     _commit,
+    _commit_fill,
     _earliest,
+    _place_one,
     _state_copy,
     _state_from_fixed,
     plan_kernel,
@@ -328,6 +330,7 @@ class _Workspace(NamedTuple):
     member_count: np.ndarray  # (P,)
     keys: np.ndarray  # (P,) uint64
     bits: np.ndarray  # (P, W) uint64
+    candidates: np.ndarray  # (N_max,) scratch of planner._commit_fill
 
 
 def _workspace(k: _Kernel) -> _Workspace:
@@ -341,6 +344,7 @@ def _workspace(k: _Kernel) -> _Workspace:
         np.zeros(n_clusters, np.int64),
         np.zeros(n_clusters, np.uint64),
         np.zeros((n_clusters, max((n_jobs + 63) // 64, 1)), np.uint64),
+        np.zeros(n_nodes, np.int64),
     )
 
 
@@ -405,11 +409,16 @@ def _plan_sums(k: _Kernel, ws: _Workspace, p: int) -> tuple:
         j = ws.members[p, i]
         units = k.per_worker[j, p]
         r = k.workers[j]
-        t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
-        if t == np.inf:
-            return np.inf, np.inf, np.inf, np.inf, count + 1.0
         d = k.duration[j, p]
-        fin = _commit(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.nodes)
+        if r == 1:
+            t, fin = _place_one(now, units, d, bp, fp, op, enp, eup, bfp, cp, sigma)
+            if t == np.inf:
+                return np.inf, np.inf, np.inf, np.inf, count + 1.0
+        else:
+            t = _earliest(now, units, r, bp, fp, op, enp, eup, bfp, cp, sigma)
+            if t == np.inf:
+                return np.inf, np.inf, np.inf, np.inf, count + 1.0
+            fin = _commit_fill(now, t, d, units, r, sigma, bp, fp, op, enp, eup, bfp, cp, ws.candidates)
         uq = k.weight[j] * (k.queued[j] + (t - now))  # Eq. 2
         sum_uq += uq
         if uq > max_uq:
@@ -531,6 +540,73 @@ def _evaluate_population(
 ) -> None:
     for i in range(population.shape[0]):
         out[i] = _evaluate(k, ws, cache, use_cache, population[i])
+
+
+@njit(cache=True)
+def _before(a: float, b: float) -> bool:
+    """``a`` sorts before ``b`` in numpy's order for floats (NaN last)."""
+    return a < b or (np.isnan(b) and not np.isnan(a))
+
+
+@njit(cache=True)
+def _generation(
+    k: _Kernel,
+    ws: _Workspace,
+    cache: _Cache,
+    use_cache: bool,
+    population: np.ndarray,
+    fitness: np.ndarray,
+    uniforms: np.ndarray,
+    mutation_rate: float,
+    children: np.ndarray,
+    child_fitness: np.ndarray,
+    child_order: np.ndarray,
+    out_population: np.ndarray,
+    out_fitness: np.ndarray,
+) -> None:
+    """One EA generation: offspring, their objectives, and the best n of parents and offspring.
+
+    The selection is ``np.argsort(concat(fitness, child_fitness), kind="stable")[:n]``
+    (parents win ties), computed as a merge: ``population`` is sorted by ``fitness``
+    already (every generation leaves it so), the children are sorted stably here.
+    """
+    _offspring(k, population, uniforms, mutation_rate, children)
+    _evaluate_population(k, ws, cache, use_cache, children, child_fitness)
+    _select(population, fitness, children, child_fitness, child_order, out_population, out_fitness)
+
+
+@njit(cache=True)
+def _select(
+    population: np.ndarray,
+    fitness: np.ndarray,
+    children: np.ndarray,
+    child_fitness: np.ndarray,
+    child_order: np.ndarray,
+    out_population: np.ndarray,
+    out_fitness: np.ndarray,
+) -> None:
+    """The best n of parents (sorted by ``fitness``) and children, as numpy's stable argsort
+    of the concatenation (NaN last, parents win ties) would keep them, in that order."""
+    m = child_fitness.shape[0]
+    for c in range(m):  # stable insertion sort of the children by fitness
+        value = child_fitness[c]
+        pos = c
+        while pos > 0 and _before(value, child_fitness[child_order[pos - 1]]):
+            child_order[pos] = child_order[pos - 1]
+            pos -= 1
+        child_order[pos] = c
+    n = population.shape[0]
+    i = 0
+    c = 0
+    for slot in range(n):
+        if c < m and (i >= n or _before(child_fitness[child_order[c]], fitness[i])):
+            out_population[slot] = children[child_order[c]]
+            out_fitness[slot] = child_fitness[child_order[c]]
+            c += 1
+        else:
+            out_population[slot] = population[i]
+            out_fitness[slot] = fitness[i]
+            i += 1
 
 
 @njit(cache=True)
@@ -821,6 +897,9 @@ def evolve(
     n_pairs = (n + 1) // 2
     children = np.empty((2 * n_pairs, n_jobs), dtype=np.int64)
     child_fitness = np.empty(2 * n_pairs)
+    child_order = np.empty(2 * n_pairs, dtype=np.int64)
+    next_population = np.empty_like(population)
+    next_fitness = np.empty_like(fitness)
     stop_reason = "generations"
     since_improvement = 0
     done = 0
@@ -831,13 +910,10 @@ def evolve(
         if stagnation is not None and since_improvement >= stagnation:
             stop_reason = "stagnation"
             break
-        _offspring(k, population, rng.random((n_pairs, 10)), mutation_rate, children)
-        _evaluate_population(k, ws, table, cache, children, child_fitness)
-        # Keep the best n of parents and offspring; parents win ties (stable sort).
-        pool = np.concatenate((population, children))
-        pool_fitness = np.concatenate((fitness, child_fitness))
-        keep = np.argsort(pool_fitness, kind="stable")[:n]
-        population, fitness = pool[keep], pool_fitness[keep]
+        _generation(k, ws, table, cache, population, fitness, rng.random((n_pairs, 10)), mutation_rate,
+                    children, child_fitness, child_order, next_population, next_fitness)
+        population, next_population = next_population, population
+        fitness, next_fitness = next_fitness, fitness
         since_improvement = since_improvement + 1 if fitness[0] >= history[-1] else 0
         history.append(float(fitness[0]))
         done += 1

@@ -15,7 +15,9 @@ docs/learning.md. This module replays the same run in numba, in the same order:
   MCT over the groups with the planner kernels of :mod:`simsched.evo.planner`
   (each group's state rebuilt from its running jobs, with the engine's
   ``now + time left`` finish times), and the jobs planned at ``now`` started
-  group by group in priority order, on the planned nodes;
+  group by group in priority order, on the planned nodes (only the
+  zero-duration ones that fit, when a zero-duration job makes them not all
+  fit: :meth:`simsched.evo.scheduler.Problem.decision`'s rule);
 * the §7 summary objective from the per-job waits, ends and GPU-seconds.
 
 The SimPy engine stays the reference: :func:`objective` must equal
@@ -157,6 +159,50 @@ def _heap_pop(times: np.ndarray, seqs: np.ndarray, jobs: np.ndarray, size: int) 
 
 
 @njit(cache=True)
+def _zero_only(now: float, count: int, order: np.ndarray, assigned: np.ndarray, planned: np.ndarray,
+               queue: np.ndarray, duration: np.ndarray, speed: np.ndarray, per_worker: np.ndarray,
+               worker_offset: np.ndarray, worker_node: np.ndarray, free: np.ndarray, scratch: np.ndarray) -> bool:
+    """Problem.decision's rule: True when the jobs planned at ``now`` (among the first ``count``
+    in ``order``) do not all fit in ``free`` and one of them has zero duration; then only the
+    zero-duration ones that fit start, in the usual order."""
+    has_zero = False
+    for k in range(count):
+        i = order[k]
+        p = assigned[i]
+        if p >= 0 and planned[i] == now and not now + duration[queue[i]] / speed[queue[i], p] > now:
+            has_zero = True
+            break
+    if not has_zero:
+        return False
+    for p in range(free.shape[0]):
+        scratch[:] = free[p]
+        for k in range(count):
+            i = order[k]
+            if assigned[i] != p or not planned[i] == now:
+                continue
+            j = queue[i]
+            for w in range(worker_offset[j], worker_offset[j + 1]):
+                scratch[worker_node[w]] -= per_worker[j, p]
+        for n in range(scratch.shape[0]):
+            if scratch[n] < 0:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _take(free: np.ndarray, nodes: np.ndarray, units: int) -> bool:
+    """Take ``units`` per worker from ``free`` on ``nodes``; False (and ``free`` unchanged) if they do not fit."""
+    for n in nodes:
+        free[n] -= units
+    for n in nodes:
+        if free[n] < 0:
+            for m in nodes:
+                free[m] += units
+            return False
+    return True
+
+
+@njit(cache=True)
 def simulate_direct(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, arrival_order: np.ndarray,
              duration: np.ndarray, weight: np.ndarray, gpus: np.ndarray, workers: np.ndarray,
              per_worker: np.ndarray, speed: np.ndarray, feasible_offset: np.ndarray,
@@ -207,6 +253,8 @@ def simulate_direct(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, 
     entry_units = np.empty((n_groups, max_entries), np.int64)
     by_finish = np.empty((n_groups, max_items), np.int64)
     counts = np.zeros((n_groups, 2), np.int64)
+    free = np.empty((n_groups, n_nodes), np.int64)
+    scratch = np.empty(n_nodes, np.int64)
 
     for j in range(n_jobs):
         status[j] = 0
@@ -329,6 +377,16 @@ def simulate_direct(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, 
                         sigma[p], base[p], item_finish[p], item_offset[p], entry_node[p], entry_units[p],
                         by_finish[p], counts[p], worker_node[worker_offset[j]:worker_offset[j + 1]])
         # starts (Problem.decision): group by group, in priority order, the jobs planned at now
+        # (only the zero-duration ones that fit when a zero-duration job makes them not all fit)
+        for p in range(n_groups):
+            for n in range(n_nodes):
+                free[p, n] = capacity[p, n]
+        for i in range(n_running):
+            j = running[i]
+            for w in range(worker_offset[j], worker_offset[j + 1]):
+                free[group[j], worker_node[w]] -= run_share[j]
+        zero_only = _zero_only(now, n_queued, order, assigned, planned, queue, duration, speed, per_worker,
+                               worker_offset, worker_node, free, scratch)
         n_started = 0
         for p in range(n_groups):
             for k in range(n_queued):
@@ -336,6 +394,9 @@ def simulate_direct(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, 
                 if assigned[i] != p or not planned[i] == now:
                     continue
                 j = queue[i]
+                if zero_only and (now + duration[j] / speed[j, p] > now or not _take(
+                        free[p], worker_node[worker_offset[j]:worker_offset[j + 1]], per_worker[j, p])):
+                    continue
                 wait[j] = 0.0 + (now - arrival[j])
                 start[j] = now
                 status[j] = 2
@@ -490,6 +551,7 @@ def simulate(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, arrival
     entry_units = np.empty((n_groups, max_entries), np.int64)
     by_finish = np.empty((n_groups, max_items), np.int64)
     counts = np.zeros((n_groups, 2), np.int64)
+    scratch = np.empty(n_nodes, np.int64)
 
     for j in range(n_jobs):
         status[j] = 0
@@ -671,7 +733,10 @@ def simulate(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, arrival
                 max_base[p] = base[p].max()
                 if was_open and max_base[p] < min_share[p]:
                     n_open -= 1
-        # starts: group by group, in priority order, the jobs planned at now
+        # starts: group by group, in priority order, the jobs planned at now (only the zero-duration
+        # ones that fit when a zero-duration job makes them not all fit, see _zero_only)
+        zero_only = _zero_only(now, processed, order, assigned, planned, queue, duration, speed, per_worker,
+                               worker_offset, worker_node, free, scratch)
         n_started = 0
         for p in range(n_groups):
             before = n_started
@@ -680,6 +745,14 @@ def simulate(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, arrival
                 if assigned[i] != p or not planned[i] == now:
                     continue
                 j = queue[i]
+                if zero_only:
+                    if now + duration[j] / speed[j, p] > now:
+                        continue
+                    nodes = worker_node[worker_offset[j]:worker_offset[j + 1]]
+                    if not _take(free[p], nodes, per_worker[j, p]):
+                        continue
+                    for n in nodes:  # given back: the loop below takes them
+                        free[p, n] += per_worker[j, p]
                 wait[j] = 0.0 + (now - arrival[j])
                 start[j] = now
                 status[j] = 2

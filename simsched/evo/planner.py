@@ -303,7 +303,7 @@ def _state_copy(
     counts[1] = n_entries
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _earliest_one(
     now: float,
     per_worker: int,
@@ -344,7 +344,7 @@ def _earliest_one(
     return np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _earliest(
     now: float,
     per_worker: int,
@@ -391,7 +391,7 @@ def _earliest(
     return np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _commit(
     now: float,
     start: float,
@@ -434,6 +434,158 @@ def _commit(
                 entry_node[n_entries] = n
                 entry_units[n_entries] = per_worker
                 n_entries += 1
+        item_finish[n_items] = finish
+        item_offset[n_items + 1] = n_entries
+        pos = n_items
+        while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
+            by_finish[pos] = by_finish[pos - 1]
+            pos -= 1
+        by_finish[pos] = n_items
+        counts[0] = n_items + 1
+        counts[1] = n_entries
+    return finish
+
+
+@njit(cache=True, inline="always")
+def _place_one(
+    now: float,
+    per_worker: int,
+    duration: float,
+    base: np.ndarray,
+    item_finish: np.ndarray,
+    item_offset: np.ndarray,
+    entry_node: np.ndarray,
+    entry_units: np.ndarray,
+    by_finish: np.ndarray,
+    counts: np.ndarray,
+    sigma: np.ndarray,
+) -> tuple[float, float]:
+    """:func:`_earliest` then :func:`_commit` for a one-worker job, in one pass: (start, finish).
+
+    The same start and node: at ``now`` the best fit is found while scanning ``base``;
+    later, only the nodes of the jobs finishing at the start time can hold the worker
+    (none could before), so the best fit is searched among those. (inf, inf) if never.
+    """
+    n_nodes = base.shape[0]
+    best = -1
+    best_sigma = 0
+    for n in range(n_nodes):
+        s = base[n]
+        sigma[n] = s
+        if s >= per_worker and (best < 0 or s < best_sigma):
+            best = n
+            best_sigma = s
+            if s == per_worker:  # no node can fit tighter, and later ties lose (sigma is unused now)
+                break
+    t = now
+    if best < 0:
+        n_items = counts[0]
+        k = 0
+        first = 0
+        fits = False
+        while k < n_items and not fits:
+            t = item_finish[by_finish[k]]
+            first = k
+            while k < n_items and item_finish[by_finish[k]] == t:
+                i = by_finish[k]
+                for e in range(item_offset[i], item_offset[i + 1]):
+                    n = entry_node[e]
+                    new = sigma[n] + entry_units[e]
+                    sigma[n] = new
+                    if new >= per_worker:
+                        fits = True
+                k += 1
+        if not fits:
+            return np.inf, np.inf
+        for g in range(first, k):
+            i = by_finish[g]
+            for e in range(item_offset[i], item_offset[i + 1]):
+                n = entry_node[e]
+                s = sigma[n]
+                if s >= per_worker and (best < 0 or s < best_sigma or (s == best_sigma and n < best)):
+                    best = n
+                    best_sigma = s
+    finish = t + duration
+    if finish > now:
+        n_items = counts[0]
+        n_entries = counts[1]
+        base[best] -= per_worker
+        entry_node[n_entries] = best
+        entry_units[n_entries] = per_worker
+        n_entries += 1
+        item_finish[n_items] = finish
+        item_offset[n_items + 1] = n_entries
+        pos = n_items
+        while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
+            by_finish[pos] = by_finish[pos - 1]
+            pos -= 1
+        by_finish[pos] = n_items
+        counts[0] = n_items + 1
+        counts[1] = n_entries
+    return t, finish
+
+
+@njit(cache=True, inline="always")
+def _commit_fill(
+    now: float,
+    start: float,
+    duration: float,
+    per_worker: int,
+    workers: int,
+    sigma: np.ndarray,
+    base: np.ndarray,
+    item_finish: np.ndarray,
+    item_offset: np.ndarray,
+    entry_node: np.ndarray,
+    entry_units: np.ndarray,
+    by_finish: np.ndarray,
+    counts: np.ndarray,
+    candidates: np.ndarray,
+) -> float:
+    """:func:`_commit` (without ``out_nodes``), filling one node at a time: the same nodes and state.
+
+    Best fit puts a worker on the fitting node of least sigma (lowest index on ties); that
+    node's sigma only drops, so the next workers go there too until it is full, then to the
+    next such node. So each node used is found once, not once per worker (a node with
+    sigma == per_worker ends the search: none is tighter, and later ties lose).
+    """
+    m = 0
+    for n in range(sigma.shape[0]):
+        if sigma[n] >= per_worker:
+            candidates[m] = n
+            m += 1
+    finish = start + duration
+    keep = finish > now
+    n_items = counts[0]
+    n_entries = counts[1]
+    left = workers
+    while left > 0:
+        pick = 0
+        best_sigma = sigma[candidates[0]]
+        if best_sigma != per_worker:
+            for c in range(1, m):
+                s = sigma[candidates[c]]
+                if s < best_sigma:
+                    pick = c
+                    best_sigma = s
+                    if s == per_worker:
+                        break
+        n = candidates[pick]
+        take = best_sigma // per_worker
+        if take > left:
+            take = left
+        units = take * per_worker
+        sigma[n] = best_sigma - units
+        left -= take
+        if keep:
+            base[n] -= units
+            entry_node[n_entries] = n
+            entry_units[n_entries] = units
+            n_entries += 1
+        for c in range(pick, m - 1):
+            candidates[c] = candidates[c + 1]
+        m -= 1
+    if keep:
         item_finish[n_items] = finish
         item_offset[n_items + 1] = n_entries
         pos = n_items

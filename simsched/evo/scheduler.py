@@ -144,7 +144,16 @@ class Problem:
         )
 
     def decision(self, assignment: np.ndarray) -> Decision:
-        """Preempt moved running jobs; start every job the final per-group plan puts at now."""
+        """Preempt moved running jobs; start every job the final per-group plan puts at now.
+
+        A job of zero duration planned at ``now`` holds no capacity in the plan (its
+        interval [now, now) is empty, Eq. 12), but the engine holds its nodes until its
+        finish event, at the same instant. When the jobs planned at ``now`` do not all fit
+        in the engine's free capacity for that reason, only the zero-duration ones start
+        (those that fit, in priority order); their finish events bring the next decision at
+        the same time, whose plan puts the other jobs at ``now`` again (the zero-duration
+        jobs never took capacity in the plan). So no job starts later than planned.
+        """
         now = self.view.now
         moved = [j for j, job in enumerate(self.jobs)
                  if self.current[j] >= 0 and assignment[j] != self.current[j]]
@@ -152,7 +161,7 @@ class Problem:
                    if self.current[j] >= 0 and assignment[j] == self.current[j]]
         states = self.cluster_states([*self.fixed, *staying])
         order_all = np.lexsort((np.arange(len(self.jobs)), self.priority))
-        starts: list[Start] = []
+        starts: list[tuple[Start, int, bool]] = []  # start, units per worker, zero duration
         for p, (group, state) in enumerate(zip(self.groups, states)):
             order = np.array([j for j in order_all if assignment[j] == p and self.current[j] != p],
                              dtype=np.int64)
@@ -163,8 +172,36 @@ class Problem:
             for j in order:
                 if plan.start[j] == now:
                     nodes = tuple(group.nodes[int(i)] for i in plan.nodes(int(j)))
-                    starts.append(Start(self.jobs[j].job_id, nodes))
-        return Decision(tuple(starts), tuple(self.jobs[j].job_id for j in moved))
+                    starts.append((Start(self.jobs[j].job_id, nodes), int(self.per_worker[j, p]),
+                                   not plan.finish[j] > now))
+        return Decision(self._startable(starts, moved), tuple(self.jobs[j].job_id for j in moved))
+
+    def _startable(self, starts: list[tuple[Start, int, bool]], moved: list[int]) -> tuple[Start, ...]:
+        """All ``starts``, or only the zero-duration ones that fit when they do not all fit (see decision)."""
+        if not any(zero for _, _, zero in starts):
+            return tuple(start for start, _, _ in starts)
+        free = list(self.view.free)
+        for j in moved:  # preemptions are applied before the starts
+            for n in self.jobs[j].running_nodes:
+                free[n] += self.jobs[j].run_share
+        left = list(free)
+        for start, units, _ in starts:
+            for n in start.nodes:
+                left[n] -= units
+        if min(left, default=0) >= 0:
+            return tuple(start for start, _, _ in starts)
+        chosen = []
+        for start, units, zero in starts:
+            if not zero:
+                continue
+            for n in start.nodes:
+                free[n] -= units
+            if any(free[n] < 0 for n in start.nodes):
+                for n in start.nodes:
+                    free[n] += units
+                continue
+            chosen.append(start)
+        return tuple(chosen)
 
 
 def _time_left(job: JobView, view: SchedulerView) -> float:
