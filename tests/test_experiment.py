@@ -372,3 +372,46 @@ def test_list_and_bool_sweep_values(tmp_path: Path) -> None:
     assert len(summary) == 4 * 3
     fifo = run.results[(run.results["scheduler"] == "fifo") & (run.results["objective.weights"] == "[1, 0, 0]")]
     assert (fifo["objective"] == fifo["cq_avg"]).all()
+
+
+def test_resume_with_a_changed_grid_reports_only_the_new_grid(tmp_path: Path, capsys) -> None:
+    """Rows of runs no longer planned stay in results.csv but count nowhere: the tables, the report
+    and the figures' data of a resumed experiment with a changed grid equal a fresh run of that grid."""
+    path = _spec_dir(tmp_path)
+    text = path.read_text()
+    old_grid = text.replace('sweep = { "scheduler.restart_penalty_s" = [10] }',
+                            'sweep = { "scheduler.restart_penalty_s" = [0, 10] }')
+    new_grid = text.replace('sweep = { "scheduler.restart_penalty_s" = [10] }',
+                            'sweep = { "scheduler.restart_penalty_s" = [10, 30] }')
+    resumed, fresh = tmp_path / "resumed", tmp_path / "fresh"
+    quick = ["--preset", "quick", "--workers", "1", "--quiet"]
+    path.write_text(old_grid)
+    assert main(["experiment", str(path), "--out", str(resumed), *quick]) == 0
+    path.write_text(new_grid)
+    capsys.readouterr()
+    assert main(["experiment", str(path), "--out", str(resumed), "--resume", *quick]) == 0
+    err = capsys.readouterr().err
+    # 2 instances x 1 seed x 3 schedulers at restart_penalty_s = 0 are stale; the 10 s runs are reused
+    assert "6 rows of runs not in the current plan" in err and err.count("\n") == 1
+    assert len(read_results(resumed)) == 18  # kept on disk
+    assert main(["experiment", str(path), "--out", str(fresh), *quick]) == 0
+    assert "not in the current plan" not in capsys.readouterr().err
+    for name in ("summary.csv", "instance_ranks.csv", "tests.csv", "by_priority.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(resumed / name), pd.read_csv(fresh / name), obj=name)
+    timed = ["median", "p90", "max"]  # wall seconds of decisions differ between two runs; the counts do not
+    pd.testing.assert_frame_equal(pd.read_csv(resumed / "decision_time.csv").drop(columns=timed),
+                                  pd.read_csv(fresh / "decision_time.csv").drop(columns=timed))
+
+    def report(folder: Path) -> str:
+        return (folder / "report.md").read_text().split("## Decision time")[0]
+
+    assert report(resumed) == report(fresh)
+    pytest.importorskip("matplotlib", reason="figures need the extra 'plots' (matplotlib)")
+    from simsched.plots.experiment import load_experiment
+
+    a, b = load_experiment(resumed), load_experiment(fresh)
+    assert (a["stale"], b["stale"]) == (6, 0) and a["sweep_keys"] == b["sweep_keys"]
+    pd.testing.assert_frame_equal(_comparable(a["results"]), _comparable(b["results"]))
+    pd.testing.assert_frame_equal(a["decisions"].drop(columns="seconds"), b["decisions"].drop(columns="seconds"))
+    assert main(["plot", str(resumed)]) == 0
+    assert "6 rows of runs not in the current plan" in capsys.readouterr().err
