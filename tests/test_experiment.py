@@ -415,3 +415,55 @@ def test_resume_with_a_changed_grid_reports_only_the_new_grid(tmp_path: Path, ca
     pd.testing.assert_frame_equal(a["decisions"].drop(columns="seconds"), b["decisions"].drop(columns="seconds"))
     assert main(["plot", str(resumed)]) == 0
     assert "6 rows of runs not in the current plan" in capsys.readouterr().err
+
+
+# -- a scheduler key that follows a swept value -------------------------------------------------
+def _per_w_spec(tmp_path: Path, priority: str = "pw{objective.w}.json", sweep: str = "[0.0, 1.0]") -> Path:
+    from simsched.evo.priority import parse, save_priority
+
+    path = _spec_dir(tmp_path)
+    save_priority(parse("g * d"), tmp_path / "pw0.json")
+    save_priority(parse("0 - q"), tmp_path / "pw1.json")
+    text = path.read_text().replace('schedulers = ["fifo", "sjf", { name = "tiresias", policy = "mct-tiresias" }]',
+                                    'schedulers = ["fifo", { name = "gp/w", policy = "mct-gp", priority = "'
+                                    + priority + '" }, { name = "gp/0", policy = "mct-gp", priority = "pw0.json" }, '
+                                    '{ name = "gp/1", policy = "mct-gp", priority = "pw1.json" }]')
+    text = text.replace('headline = "sjf"', 'headline = "gp/w"').replace('record = ["decisions", "jobs"]', "")
+    text = text.replace('"workload.jobs" = 24', '"workload.jobs" = 24\n"objective.kind" = "eq16"')
+    text = text.replace('"scheduler.restart_penalty_s" = [0, 30]', f'"objective.w" = {sweep}')
+    text = text.replace('sweep = {{ "scheduler.restart_penalty_s" = [10] }}', "").replace(
+        'sweep = { "scheduler.restart_penalty_s" = [10] }', "")
+    path.write_text(text)
+    return path
+
+
+def test_scheduler_key_follows_the_swept_value(tmp_path: Path) -> None:
+    """priority = "pw{objective.w}.json" pairs each w with its own learned function (Fig. 7-8)."""
+    spec = load_spec(_per_w_spec(tmp_path), "quick")
+    tasks = plan(spec)
+    paired = {dict(t.point)["objective.w"]: t.resolved.scheduler.options["priority"]
+              for t in tasks if t.scheduler == "gp/w"}
+    assert {w: Path(p).name for w, p in paired.items()} == {0.0: "pw0.json", 1.0: "pw1.json"}
+    assert len({t.run_id for t in tasks}) == len(tasks) == 2 * 2 * 4
+    run = run_experiment(spec, tmp_path / "o", workers=1)
+    rows = run.results.set_index(["scheduler", "objective.w", "instance"])
+    metrics = ["avg_jct", "max_wait", "objective"]
+    for w, literal in ((0.0, "gp/0"), (1.0, "gp/1")):  # the same schedule as the literal file at that w
+        pd.testing.assert_frame_equal(rows.loc["gp/w"].loc[w][metrics], rows.loc[literal].loc[w][metrics])
+    # the two functions do schedule differently here, so the pairing is visible in the results
+    assert not rows.loc["gp/0"][metrics].equals(rows.loc["gp/1"][metrics])
+    assert load_spec(_per_w_spec(tmp_path, "pw{objective.w}.json", "[0, 1]"), "quick").schedulers[1].at(
+        {"objective.w": 1}) == (("priority", "pw1.json"),)
+
+
+@pytest.mark.parametrize("priority, sweep, message", [
+    ("pw{objective.x}.json", "[0.0, 1.0]", r"schedulers\[1\].priority: \{objective.x\} names no swept key; "
+                                           r"a placeholder takes the grid point's value of a \[sweep\] key: objective.w"),
+    ("pw{objective.w.json", "[0.0, 1.0]", r"schedulers\[1\].priority: unbalanced braces"),
+    ("pw{objective.w}.json", "[0.0, 0.5]", r"scheduler 'gp/w' at objective.w = 0.5: .*pw0.5.json.* not found"),
+])
+def test_bad_scheduler_placeholders(tmp_path: Path, priority: str, sweep: str, message: str) -> None:
+    path = _per_w_spec(tmp_path, priority, sweep)
+    with pytest.raises(InputError, match=message):
+        run_experiment(load_spec(path, "quick"), tmp_path / "o", workers=1)
+    assert not (tmp_path / "o" / "results.csv").exists()  # refused before any run
