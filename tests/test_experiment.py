@@ -467,3 +467,30 @@ def test_bad_scheduler_placeholders(tmp_path: Path, priority: str, sweep: str, m
     with pytest.raises(InputError, match=message):
         run_experiment(load_spec(path, "quick"), tmp_path / "o", workers=1)
     assert not (tmp_path / "o" / "results.csv").exists()  # refused before any run
+
+
+def test_fig7_8_learned_functions_match_their_w() -> None:
+    """Every w of the Fig. 7-8 spec (full preset) has a shipped function, learned with Eq. 16 at that w
+    from the unchanged learning scenario of that w, over the cluster sizes with alpha = 1."""
+    import json
+
+    from simsched.evo.priority import load_priority
+    from simsched.experiment.spec import point_text
+
+    spec = load_spec(REPO / "experiments" / "paper" / "fig7_8.toml", "full")
+    (key, values), = spec.sweep
+    assert key == "objective.w"
+    learned = [t for t in plan(spec) if t.scheduler == "gp/learned-w" and t.seed == 1]
+    assert len(learned) == len(values) == 5
+    for task in learned:
+        w = dict(task.point)["objective.w"]
+        path = (Path(task.resolved.path).parent / task.resolved.scheduler.options["priority"]).resolve()
+        assert path == REPO / "workloads" / "priorities" / f"venus_w{point_text(w)}.json"
+        load_priority(path)
+        meta = json.loads(path.read_text())["meta"]
+        source = REPO / "experiments" / "paper" / "scenarios" / f"venus_w{point_text(w)}.toml"
+        scenario = load_scenario(source)
+        assert (scenario.objective.kind, scenario.objective.w) == ("eq16", w)
+        assert meta["scenario_sha256"] == scenario.digest and meta["objective"] == f"Eq. 16, w = {point_text(w)}"
+        assert meta["config"]["instances"] == "sizes" and meta["config"]["alpha"] == 1
+        assert task.resolved.objective.w == w
