@@ -372,3 +372,125 @@ def test_list_and_bool_sweep_values(tmp_path: Path) -> None:
     assert len(summary) == 4 * 3
     fifo = run.results[(run.results["scheduler"] == "fifo") & (run.results["objective.weights"] == "[1, 0, 0]")]
     assert (fifo["objective"] == fifo["cq_avg"]).all()
+
+
+def test_resume_with_a_changed_grid_reports_only_the_new_grid(tmp_path: Path, capsys) -> None:
+    """Rows of runs no longer planned stay in results.csv but count nowhere: the tables, the report
+    and the figures' data of a resumed experiment with a changed grid equal a fresh run of that grid."""
+    path = _spec_dir(tmp_path)
+    text = path.read_text()
+    old_grid = text.replace('sweep = { "scheduler.restart_penalty_s" = [10] }',
+                            'sweep = { "scheduler.restart_penalty_s" = [0, 10] }')
+    new_grid = text.replace('sweep = { "scheduler.restart_penalty_s" = [10] }',
+                            'sweep = { "scheduler.restart_penalty_s" = [10, 30] }')
+    resumed, fresh = tmp_path / "resumed", tmp_path / "fresh"
+    quick = ["--preset", "quick", "--workers", "1", "--quiet"]
+    path.write_text(old_grid)
+    assert main(["experiment", str(path), "--out", str(resumed), *quick]) == 0
+    path.write_text(new_grid)
+    capsys.readouterr()
+    assert main(["experiment", str(path), "--out", str(resumed), "--resume", *quick]) == 0
+    err = capsys.readouterr().err
+    # 2 instances x 1 seed x 3 schedulers at restart_penalty_s = 0 are stale; the 10 s runs are reused
+    assert "6 rows of runs not in the current plan" in err and err.count("\n") == 1
+    assert len(read_results(resumed)) == 18  # kept on disk
+    assert main(["experiment", str(path), "--out", str(fresh), *quick]) == 0
+    assert "not in the current plan" not in capsys.readouterr().err
+    for name in ("summary.csv", "instance_ranks.csv", "tests.csv", "by_priority.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(resumed / name), pd.read_csv(fresh / name), obj=name)
+    timed = ["median", "p90", "max"]  # wall seconds of decisions differ between two runs; the counts do not
+    pd.testing.assert_frame_equal(pd.read_csv(resumed / "decision_time.csv").drop(columns=timed),
+                                  pd.read_csv(fresh / "decision_time.csv").drop(columns=timed))
+
+    def report(folder: Path) -> str:
+        return (folder / "report.md").read_text().split("## Decision time")[0]
+
+    assert report(resumed) == report(fresh)
+    pytest.importorskip("matplotlib", reason="figures need the extra 'plots' (matplotlib)")
+    from simsched.plots.experiment import load_experiment
+
+    a, b = load_experiment(resumed), load_experiment(fresh)
+    assert (a["stale"], b["stale"]) == (6, 0) and a["sweep_keys"] == b["sweep_keys"]
+    pd.testing.assert_frame_equal(_comparable(a["results"]), _comparable(b["results"]))
+    pd.testing.assert_frame_equal(a["decisions"].drop(columns="seconds"), b["decisions"].drop(columns="seconds"))
+    assert main(["plot", str(resumed)]) == 0
+    assert "6 rows of runs not in the current plan" in capsys.readouterr().err
+
+
+# -- a scheduler key that follows a swept value -------------------------------------------------
+def _per_w_spec(tmp_path: Path, priority: str = "pw{objective.w}.json", sweep: str = "[0.0, 1.0]") -> Path:
+    from simsched.evo.priority import parse, save_priority
+
+    path = _spec_dir(tmp_path)
+    save_priority(parse("g * d"), tmp_path / "pw0.json")
+    save_priority(parse("0 - q"), tmp_path / "pw1.json")
+    text = path.read_text().replace('schedulers = ["fifo", "sjf", { name = "tiresias", policy = "mct-tiresias" }]',
+                                    'schedulers = ["fifo", { name = "gp/w", policy = "mct-gp", priority = "'
+                                    + priority + '" }, { name = "gp/0", policy = "mct-gp", priority = "pw0.json" }, '
+                                    '{ name = "gp/1", policy = "mct-gp", priority = "pw1.json" }]')
+    text = text.replace('headline = "sjf"', 'headline = "gp/w"').replace('record = ["decisions", "jobs"]', "")
+    text = text.replace('"workload.jobs" = 24', '"workload.jobs" = 24\n"objective.kind" = "eq16"')
+    text = text.replace('"scheduler.restart_penalty_s" = [0, 30]', f'"objective.w" = {sweep}')
+    text = text.replace('sweep = {{ "scheduler.restart_penalty_s" = [10] }}', "").replace(
+        'sweep = { "scheduler.restart_penalty_s" = [10] }', "")
+    path.write_text(text)
+    return path
+
+
+def test_scheduler_key_follows_the_swept_value(tmp_path: Path) -> None:
+    """priority = "pw{objective.w}.json" pairs each w with its own learned function (Fig. 7-8)."""
+    spec = load_spec(_per_w_spec(tmp_path), "quick")
+    tasks = plan(spec)
+    paired = {dict(t.point)["objective.w"]: t.resolved.scheduler.options["priority"]
+              for t in tasks if t.scheduler == "gp/w"}
+    assert {w: Path(p).name for w, p in paired.items()} == {0.0: "pw0.json", 1.0: "pw1.json"}
+    assert len({t.run_id for t in tasks}) == len(tasks) == 2 * 2 * 4
+    run = run_experiment(spec, tmp_path / "o", workers=1)
+    rows = run.results.set_index(["scheduler", "objective.w", "instance"])
+    metrics = ["avg_jct", "max_wait", "objective"]
+    for w, literal in ((0.0, "gp/0"), (1.0, "gp/1")):  # the same schedule as the literal file at that w
+        pd.testing.assert_frame_equal(rows.loc["gp/w"].loc[w][metrics], rows.loc[literal].loc[w][metrics])
+    # the two functions do schedule differently here, so the pairing is visible in the results
+    assert not rows.loc["gp/0"][metrics].equals(rows.loc["gp/1"][metrics])
+    assert load_spec(_per_w_spec(tmp_path, "pw{objective.w}.json", "[0, 1]"), "quick").schedulers[1].at(
+        {"objective.w": 1}) == (("priority", "pw1.json"),)
+
+
+@pytest.mark.parametrize("priority, sweep, message", [
+    ("pw{objective.x}.json", "[0.0, 1.0]", r"schedulers\[1\].priority: \{objective.x\} names no swept key; "
+                                           r"a placeholder takes the grid point's value of a \[sweep\] key: objective.w"),
+    ("pw{objective.w.json", "[0.0, 1.0]", r"schedulers\[1\].priority: unbalanced braces"),
+    ("pw{objective.w}.json", "[0.0, 0.5]", r"scheduler 'gp/w' at objective.w = 0.5: .*pw0.5.json.* not found"),
+])
+def test_bad_scheduler_placeholders(tmp_path: Path, priority: str, sweep: str, message: str) -> None:
+    path = _per_w_spec(tmp_path, priority, sweep)
+    with pytest.raises(InputError, match=message):
+        run_experiment(load_spec(path, "quick"), tmp_path / "o", workers=1)
+    assert not (tmp_path / "o" / "results.csv").exists()  # refused before any run
+
+
+def test_fig7_8_learned_functions_match_their_w() -> None:
+    """Every w of the Fig. 7-8 spec (full preset) has a shipped function, learned with Eq. 16 at that w
+    from the unchanged learning scenario of that w, over the cluster sizes with alpha = 1."""
+    import json
+
+    from simsched.evo.priority import load_priority
+    from simsched.experiment.spec import point_text
+
+    spec = load_spec(REPO / "experiments" / "paper" / "fig7_8.toml", "full")
+    (key, values), = spec.sweep
+    assert key == "objective.w"
+    learned = [t for t in plan(spec) if t.scheduler == "gp/learned-w" and t.seed == 1]
+    assert len(learned) == len(values) == 5
+    for task in learned:
+        w = dict(task.point)["objective.w"]
+        path = (Path(task.resolved.path).parent / task.resolved.scheduler.options["priority"]).resolve()
+        assert path == REPO / "workloads" / "priorities" / f"venus_w{point_text(w)}.json"
+        load_priority(path)
+        meta = json.loads(path.read_text())["meta"]
+        source = REPO / "experiments" / "paper" / "scenarios" / f"venus_w{point_text(w)}.toml"
+        scenario = load_scenario(source)
+        assert (scenario.objective.kind, scenario.objective.w) == ("eq16", w)
+        assert meta["scenario_sha256"] == scenario.digest and meta["objective"] == f"Eq. 16, w = {point_text(w)}"
+        assert meta["config"]["instances"] == "sizes" and meta["config"]["alpha"] == 1
+        assert task.resolved.objective.w == w

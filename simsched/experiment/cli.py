@@ -38,7 +38,7 @@ def experiment_command(argv: list[str]) -> int:
     from simsched.experiment.runner import ExperimentInterrupted, run_experiment
     from simsched.experiment.spec import load_spec
     from simsched.experiment.stats import compute
-    from simsched.experiment.store import read_jobs
+    from simsched.experiment.store import read_jobs, stale_notice
     from simsched.experiment.tables import rich_tables, write_tables
 
     args = _parser().parse_args(argv)
@@ -61,6 +61,8 @@ def experiment_command(argv: list[str]) -> int:
     except ExperimentInterrupted as exc:
         print(str(exc), file=sys.stderr)
         return exc.code
+    if run.stale:
+        print(stale_notice(out, run.stale), file=sys.stderr)
     jobs = read_jobs(out, run.results, spec.sweep_keys) if "jobs" in spec.record else None
     stats = compute(run.results, spec, run.decisions, jobs)
     title = spec.name + (f" (preset {spec.preset})" if spec.preset else "")

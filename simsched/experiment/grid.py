@@ -107,7 +107,7 @@ def resolve(spec: ExperimentSpec, base: Scenario, entry: SchedulerEntry, seed: i
     own = base.scheduler
     scheduler = replace(own, policy=entry.policy, options=dict(own.options) if entry.policy == own.policy else {})
     keys: dict[str, Any] = dict(spec.overrides)
-    keys.update({f"scheduler.{k}": v for k, v in entry.options})
+    keys.update({f"scheduler.{k}": v for k, v in entry.at(dict(point))})
     keys.update(point)
     if ea_stream:  # stream 0 is the scheduler's default stream: no key, so older builds run it too
         keys["scheduler.ea_stream"] = ea_stream

@@ -20,7 +20,7 @@ import pandas as pd
 
 from simsched.experiment.grid import RunTask, check_runs, plan
 from simsched.experiment.spec import ExperimentSpec
-from simsched.experiment.store import ResultStore, read_decisions, read_results
+from simsched.experiment.store import ResultStore, in_plan_order, read_decisions, read_results
 from simsched.interrupts import deferred, exit_code, received
 from simsched.parallel import TaskRunner
 
@@ -90,7 +90,7 @@ class ExperimentInterrupted(Exception):
 
 @dataclass
 class ExperimentRun:
-    """What :func:`run_experiment` produced: the plan, the rows in plan order, the decisions."""
+    """What :func:`run_experiment` produced: the plan, its rows in plan order, the decisions."""
 
     spec: ExperimentSpec
     tasks: list[RunTask]
@@ -99,6 +99,7 @@ class ExperimentRun:
     folder: Path
     skipped: int  # runs already finished before this call (--resume)
     ran: int
+    stale: int = 0  # results rows of runs not in this plan (an earlier grid): kept on disk, left out
 
 
 def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None = None,
@@ -137,26 +138,20 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
                     progress(skipped + recorded, len(tasks))
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (simsched.interrupts)
         raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out), exit_code(exc)) from None
-    results, decisions = load_rows(out, tasks)
-    return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded)
+    results, decisions, stale = load_rows(out, tasks)
+    return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded, stale)
 
 
-def load_rows(out: str | Path, tasks: list[RunTask]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The store's rows of these tasks, in plan order (stale rows of other runs are left out)."""
+def load_rows(out: str | Path, tasks: list[RunTask]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """The store's rows of these tasks, in plan order, and the number of stale results rows left out
+    (runs of an earlier grid, kept in the file)."""
     order = {task.run_id: i for i, task in enumerate(tasks)}
-    results = read_results(out)
-    results = results[results["run_id"].isin(order)].copy()
-    results["_order"] = results["run_id"].map(order)
-    results = results.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
-    decisions = read_decisions(out)
-    if len(decisions):
-        decisions = decisions[decisions["run_id"].isin(order)].copy()
-        decisions["_order"] = decisions["run_id"].map(order)
-        decisions = decisions.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+    every = read_results(out)
+    results = in_plan_order(every, order)
+    decisions = in_plan_order(read_decisions(out), order)
     missing = len(order) - len(results)
     if missing:
         from simsched.errors import SimschedError
 
         raise SimschedError(f"{Path(out)}: {missing} of {len(order)} runs have no results row")
-    return results, decisions
-
+    return results, decisions, len(every) - len(results)

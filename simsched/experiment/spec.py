@@ -5,7 +5,8 @@ A spec is a grid (docs/experiment.md)::
     name = "fig4"
     scenarios = ["../../scenarios/paper_multicluster.toml"]   # or:
     instances = { set = "test", seed = 0, count = 30 }         # a named paper instance set
-    schedulers = ["mct-gp", { name = "evo-gp/fixed", policy = "evo-gp", migrate = false }]
+    schedulers = ["mct-gp", { name = "evo-gp/fixed", policy = "evo-gp", migrate = false },
+                  { name = "gp/w", policy = "mct-gp", priority = "f_w{objective.w}.json" }]  # per sweep point
     seeds = 15               # seeds seed .. seed+14 of each scenario, or an explicit list
     ea_streams = 1           # EA random streams 0 .. k-1 (evo-gp only), or a list
     headline = "evo-gp"      # the method the tests compare against each baseline
@@ -27,6 +28,7 @@ Keys are checked like a scenario's: a bad key or value raises one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,8 @@ RECORDS = ("decisions", "jobs")
 METRICS: dict[str, bool] = {key: higher for key, _, higher, _ in SUMMARY_METRICS}
 #: the sections of a scenario that overrides may change
 OVERRIDE_SECTIONS = ("workload", "scheduler", "objective")
+#: ``{objective.w}`` in a scheduler entry's text value: that grid point's value of the swept key
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,12 @@ class SchedulerEntry:
     name: str
     policy: str
     options: tuple[tuple[str, Any], ...] = ()  # scheduler.* keys, sorted by key
+
+    def at(self, point: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """The entry's ``[scheduler]`` keys at one grid point: every ``{swept.key}`` in a text value
+        replaced by that point's value of the key (``0.5``; whole numbers without ``.0``)."""
+        return tuple((key, PLACEHOLDER.sub(lambda m: point_text(point[m.group(1)]), value)
+                      if isinstance(value, str) else value) for key, value in self.options)
 
     @property
     def uses_ea(self) -> bool:
@@ -97,6 +107,15 @@ class ExperimentSpec:
     @property
     def higher_is_better(self) -> bool:
         return METRICS[self.metric]
+
+
+def point_text(value: Any) -> str:
+    """A swept value as it appears in a scheduler key's text: ``0.5``, ``1`` (for 1 or 1.0), ``true``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    return str(value)
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,6 +186,7 @@ def load_spec(path: str | Path, preset: str | None = None) -> ExperimentSpec:
         if key in overrides:
             raise top.error(f"sweep.{key}", "is also in [overrides]; keep it in one of the two")
         sweep.append((key, tuple(values)))
+    _check_placeholders(top, schedulers, dict(sweep))
     top.finish()
     return ExperimentSpec(
         path=path, name=name, description=description, preset=preset, scenarios=scenarios,
@@ -261,3 +281,24 @@ def _check_dotted(top: Params, table: str, key: str) -> None:
         raise top.error(f"{table}.{key}", "must be a dotted scenario key in one of "
                         + ", ".join(f"{s}.*" for s in OVERRIDE_SECTIONS)
                         + " (e.g. workload.load); seeds and schedulers have their own keys")
+
+
+def _check_placeholders(top: Params, schedulers: tuple[SchedulerEntry, ...],
+                        sweep: dict[str, tuple[Any, ...]]) -> None:
+    """``{key}`` in a scheduler entry's text value must name a swept key with number, text or boolean
+    values, so every grid point gives that scheduler one concrete value."""
+    for i, entry in enumerate(schedulers):
+        for key, value in entry.options:
+            if not isinstance(value, str):
+                continue
+            if set("{}") & set(PLACEHOLDER.sub("", value)):
+                raise top.error(f"schedulers[{i}].{key}", f"unbalanced braces in {value!r}; "
+                                "{swept.key} takes the grid point's value of a [sweep] key")
+            for name in PLACEHOLDER.findall(value):
+                if name not in sweep:
+                    valid = ", ".join(sweep) or "none (the spec sweeps nothing)"
+                    raise top.error(f"schedulers[{i}].{key}", f"{{{name}}} names no swept key; "
+                                    f"a placeholder takes the grid point's value of a [sweep] key: {valid}")
+                if any(isinstance(v, (list, dict)) for v in sweep[name]):
+                    raise top.error(f"schedulers[{i}].{key}", f"{{{name}}}: the swept values of {name} "
+                                    "are lists or tables; a placeholder takes numbers, text or booleans")

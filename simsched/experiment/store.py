@@ -9,8 +9,9 @@
 - ``jobs/<run_id>.csv`` (``record = ["jobs"]``): the run's per-job table.
 - ``plan.csv``: the runs of the latest invocation's grid (``run_id, scenario, instance,
   scheduler, seed, ea_stream`` and the swept keys), rewritten at every start. After a
-  ``--resume`` with a changed spec, results.csv may hold rows of runs no longer planned;
-  readers that want the current grid only keep the run_ids listed here.
+  ``--resume`` with a changed spec, results.csv may hold rows of runs no longer planned
+  ("stale" rows): they stay on disk, and every reader of the tables and figures
+  (:func:`read_planned`) keeps only the run_ids listed here, in plan order.
 
 Atomicity: a run's extra records are written first (``jobs/`` by rename,
 decision rows appended), its ``results.csv`` row last, as one ``os.write``
@@ -212,3 +213,41 @@ def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[st
             jobs.insert(0, key, value)
         frames.append(jobs)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def in_plan_order(frame: pd.DataFrame, order: dict[str, int]) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``run_id`` is in ``order`` (run_id -> plan position), in plan order
+    (rows of one run keep their file order)."""
+    if not len(frame):
+        return frame.reset_index(drop=True)
+    kept = frame[frame["run_id"].isin(order)].copy()
+    kept["_order"] = kept["run_id"].map(order)
+    return kept.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+
+
+def read_plan(folder: str | Path) -> list[str] | None:
+    """The run_ids of plan.csv in plan order; None when the folder has no plan.csv (an older store)."""
+    path = Path(folder) / PLAN
+    if not path.is_file():
+        return None
+    return pd.read_csv(path, usecols=["run_id"], dtype={"run_id": str})["run_id"].tolist()
+
+
+def read_planned(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """results.csv and decisions.csv restricted to the runs of plan.csv, in plan order, and the number
+    of stale results rows left out (runs of an earlier grid, kept in the file). Without plan.csv every
+    row counts."""
+    results, decisions = read_results(folder), read_decisions(folder)
+    ids = read_plan(folder)
+    if ids is None:
+        return results, decisions, 0
+    order = {run_id: i for i, run_id in enumerate(ids)}
+    kept = in_plan_order(results, order)
+    return kept, in_plan_order(decisions, order), len(results) - len(kept)
+
+
+def stale_notice(folder: str | Path, stale: int) -> str:
+    """The one-line notice for results rows left out because their runs are not in plan.csv."""
+    rows = "row" if stale == 1 else "rows"
+    return (f"note: {Path(folder) / RESULTS}: {stale} {rows} of runs not in the current plan (plan.csv; an "
+            "earlier grid of a resumed experiment) left out of the tables and figures; they stay in the file")

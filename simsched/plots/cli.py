@@ -9,6 +9,8 @@ a ``compare --out`` folder (compare_runs.csv), an ``experiment`` folder
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,8 @@ def _parser() -> Parser:
 def plot_command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     require()
-    paths = draw(args.output, fmt=args.format, report=args.report, metric=args.metric)
+    paths = draw(args.output, fmt=args.format, report=args.report, metric=args.metric,
+                 notify=lambda line: print(line, file=sys.stderr))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -58,15 +61,17 @@ def kind_of(output: str | Path) -> str:
 
 
 def draw(output: str | Path, *, fmt: str = "png", plots: bool = True, report: bool = False,
-         metric: str | None = None, schedulers: list[str] | None = None) -> list[Path]:
+         metric: str | None = None, schedulers: list[str] | None = None,
+         notify: Callable[[str], None] | None = None) -> list[Path]:
     """Figures (when ``plots``) and the report (when ``report``) of one output; the paths written.
-    ``metric`` and ``schedulers`` (their order) are the experiment spec's (ignored for other outputs)."""
+    ``metric`` and ``schedulers`` (their order) are the experiment spec's (ignored for other outputs).
+    ``notify`` gets one-line notices (an experiment folder's stale rows left out)."""
     kind = kind_of(output)
     path = Path(output)
     folder = path.parent / f"{path.stem}_plots" if kind == "learn" else path
     try:
         if kind == "experiment":
-            return _experiment(path, folder, fmt, plots, report, metric, schedulers)
+            return _experiment(path, folder, fmt, plots, report, metric, schedulers, notify)
         return _DRAWERS[kind](path, folder, fmt, plots, report)
     except FileNotFoundError as exc:
         raise InputError(f"python -m simsched plot: {path}: missing {Path(exc.filename).name} "
@@ -163,20 +168,26 @@ def _compare(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> l
 
 # -- experiment ----------------------------------------------------------------------------
 def _experiment(path: Path, folder: Path, fmt: str, plots: bool, report: bool,
-                metric: str | None = None, schedulers: list[str] | None = None) -> list[Path]:
+                metric: str | None = None, schedulers: list[str] | None = None,
+                notify: Callable[[str], None] | None = None) -> list[Path]:
+    from simsched.experiment.store import stale_notice
     from simsched.plots.experiment import experiment_figures, load_experiment
     from simsched.plots.report import table_html
 
     data = load_experiment(path, metric, schedulers)
     results = data["results"]
     meta = [("runs", len(results))]
+    if data["stale"]:
+        meta.append(("rows left out", f"{data['stale']} (runs not in plan.csv: an earlier grid)"))
+        if notify is not None:
+            notify(stale_notice(path, data["stale"]))
     for column in ("scenario", "scheduler", "seed"):
         if column in results:
             meta.append((column + "s", ", ".join(str(v) for v in dict.fromkeys(results[column]))))
     metric = data["metric"]
     summary = results.groupby("scheduler", sort=False)[metric].agg(["mean", "std", "count"])
     summary.index.name = "scheduler"
-    tables = [table_html(summary, f"{metric} per scheduler over every run (results.csv)", index=True)]
+    tables = [table_html(summary, f"{metric} per scheduler over every run of the plan (results.csv)", index=True)]
     if (path / "summary.csv").is_file():  # the experiment's own statistics: CIs, ranks per sweep point
         tables.append(table_html(pd.read_csv(path / "summary.csv"),
                                  "Per sweep point and scheduler: mean, 95% bootstrap CI, mean rank (summary.csv)"))

@@ -9,6 +9,10 @@ Input contract (the experiment command's outputs):
 - ``decisions.csv`` (optional): one row per scheduling decision: ``scheduler``
   (or ``run_id``), ``queued`` (jobs in the queue) and ``seconds`` (wall time of
   the decision).
+- ``plan.csv`` (when present): the runs of the experiment's current grid. Only
+  those rows of results.csv and decisions.csv are drawn; rows of runs of an
+  earlier grid (left by a ``--resume`` with a changed spec) are left out, and
+  ``load_experiment`` reports how many (``stale``).
 
 Confidence intervals are 95% bootstrap intervals of the mean
 (``scipy.stats.bootstrap``, percentile method, 2000 resamples, a fixed
@@ -33,10 +37,14 @@ def load_experiment(folder: str | Path, metric: str | None = None,
     """results.csv and decisions.csv of an experiment folder; ``metric`` defaults to ``objective``
     (the experiment spec's default), else ``avg_jct``, else the first float column. Rows are
     recorded as runs finish (in any order), so the figures order schedulers by ``schedulers`` (the
-    spec's order) or by name: the same folder always gives the same figures."""
+    spec's order) or by name: the same folder always gives the same figures. Only the runs listed in
+    plan.csv count (``stale``: how many results rows were left out)."""
+    from simsched.experiment.store import read_planned
+
     folder = Path(folder)
-    results = pd.read_csv(folder / "results.csv", dtype={"scheduler": str, "scenario": str, "instance": str})
-    decisions = pd.read_csv(folder / "decisions.csv") if (folder / "decisions.csv").is_file() else None
+    results, decisions, stale = read_planned(folder)
+    if not len(decisions) or "seconds" not in decisions.columns:
+        decisions = None
     if metric is None:
         metric = next((m for m in ("objective", "avg_jct") if m in results.columns), None) or next(
             c for c in results.columns if pd.api.types.is_float_dtype(results[c]))
@@ -50,7 +58,8 @@ def load_experiment(folder: str | Path, metric: str | None = None,
     results = _in_order(results, order)
     if decisions is not None and "scheduler" in decisions.columns:
         decisions = _in_order(decisions, order, keys=["queued"])
-    return {"results": results, "decisions": decisions, "metric": metric, "sweep_keys": sweep_keys(results)}
+    return {"results": results, "decisions": decisions, "metric": metric, "sweep_keys": sweep_keys(results),
+            "stale": stale}
 
 
 def _in_order(frame: pd.DataFrame, order: list[str], keys: list[str] | None = None) -> pd.DataFrame:
