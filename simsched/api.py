@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -18,6 +18,7 @@ import simsched
 from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, Progress
 from simsched.errors import DecisionError
+from simsched.jobstore import JobStore
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
@@ -38,7 +39,7 @@ class RunResult:
     """
 
     def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame, summary: dict | None = None,
-                 nodes: pd.DataFrame | None = None, options: dict[str, tuple] | None = None,
+                 nodes: pd.DataFrame | None = None, options: Mapping[str, tuple] | None = None,
                  cluster_names: tuple[str, ...] = ()) -> None:
         self._jobs = jobs
         self.events = events
@@ -218,7 +219,7 @@ def _check_rounds(scenario: Scenario, fleet: Fleet, specs, interval: float | Non
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,
             policy_label: str | None = None) -> RunResult:
     names = engine.fleet.cluster_names
-    events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
+    events = engine.events.frame()
     state = engine.fleet_state
     nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
     jobs = jobs_frame(engine.jobs, names)  # nodes/runs are filled from the spells on first use
@@ -245,4 +246,26 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
                      "networkx": metadata.version("networkx")},  # without importing it
     })
-    return RunResult(jobs, events, summary, nodes, {job.job_id: job.options for job in engine.jobs}, names)
+    return RunResult(jobs, events, summary, nodes, JobOptions(engine.jobs), names)
+
+
+class JobOptions(Mapping):
+    """job id -> the job's placement options, from the engine's job store (the id index is
+    built on first use, and only the option-set codes are kept, not the store)."""
+
+    def __init__(self, store: JobStore) -> None:
+        self._ids = store.job_ids
+        self._codes = store.option_set
+        self._sets = store.option_sets
+        self._index: dict[str, int] | None = None
+
+    def __getitem__(self, job_id: str) -> tuple:
+        if self._index is None:
+            self._index = {job_id: i for i, job_id in enumerate(self._ids)}
+        return self._sets[self._codes[self._index[job_id]]]
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)

@@ -46,9 +46,16 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
     ``spell_nodes`` and ``runs`` (per job, in record order) come from the run
     spells (:func:`simsched.outputs.job_spell_columns`); without them ``nodes``
     is empty and ``runs`` 0. ``share`` is the milli-GPUs per worker of the last
-    spell (0 when the job never ran).
+    spell (0 when the job never ran). ``records`` may be the engine's
+    :class:`simsched.jobstore.JobStore`, whose columns give the same table
+    without making a record per job.
     """
+    n = len(records)
     rows = {c: [] for c in JOB_OUTPUT_COLUMNS if c not in ("nodes", "runs")}
+    columnar = getattr(records, "output_columns", None)  # the engine's JobStore: no per-job objects
+    if columnar is not None and n:
+        rows = columnar(cluster_names)
+        records = ()
     for job in records:
         done = job.status == "done"
         rows["job_id"].append(job.job_id)
@@ -70,7 +77,6 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
         rows["reason"].append(job.reason)
         rows["home_cluster"].append("" if job.home_cluster is None else cluster_names[job.home_cluster])
         rows["share"].append(job.run_share)
-    n = len(rows["job_id"])
     rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
     rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)
     return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS))

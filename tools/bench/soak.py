@@ -45,16 +45,20 @@ def child(jobs: int, nodes: int, load: float) -> dict:
 
     specs = job_specs(workload(jobs, nodes, load))
     fleet = Fleet((ClusterSpec("c0", (NodeGroup(nodes, 8, "V100"),)),), builtin_gpu_types())
-    t0 = time.perf_counter()
+    input_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
     engine = Engine(fleet, specs, QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home(), True))
+    del specs  # the engine keeps columns, not the specs; simsched.run drops them here too
     engine.run()
     seconds = time.perf_counter() - t0
-    del specs
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
     frame = jobs_frame(engine.jobs, fleet.cluster_names)
     assert (frame["status"] == "done").all()
     return {"jobs": jobs, "seconds": seconds, "ms_per_1000_jobs": 1e6 * seconds / jobs,
+            "user_cpu_s": cpu, "cpu_ms_per_1000_jobs": 1e6 * cpu / jobs,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "decisions": engine.decisions}
+            "input_peak_rss_mb": input_rss_mb, "decisions": engine.decisions,
+            "load_average": list(os.getloadavg())}
 
 
 def measure(jobs: int, nodes: int, load: float) -> dict:
@@ -81,6 +85,7 @@ def main() -> int:
     small, large = runs[0], runs[-1]
     result = {"warm": True, "load_average": list(os.getloadavg()), "runs": runs,
               "time_per_job_ratio": large["ms_per_1000_jobs"] / small["ms_per_1000_jobs"],
+              "cpu_per_job_ratio": large["cpu_ms_per_1000_jobs"] / small["cpu_ms_per_1000_jobs"],
               "extrapolated": False}
     if args.extrapolate_to:
         # time: the largest run's time per job; memory: its RSS plus the per-job growth between
@@ -100,9 +105,11 @@ def main() -> int:
         return 0
     for run in runs:
         print(f"  {run['jobs']:>9,} jobs  {run['seconds']:8.1f} s  {run['ms_per_1000_jobs']:7.1f} ms per 1,000 jobs"
-              f"  peak RSS {run['peak_rss_mb']:7.0f} MB ({run['peak_rss_mb'] * 1024 / run['jobs']:.2f} KB/job)")
-    print(f"  time per job, {large['jobs']:,} vs {small['jobs']:,} jobs: {result['time_per_job_ratio']:.2f}x; "
-          f"warm; load average {result['load_average'][0]:.1f}")
+              f" (user CPU {run['cpu_ms_per_1000_jobs']:.1f} ms)  peak RSS {run['peak_rss_mb']:7.0f} MB"
+              f" ({run['peak_rss_mb'] * 1024 / run['jobs']:.2f} KB/job; {run['input_peak_rss_mb']:.0f} MB"
+              f" after building the input)  load average {run['load_average'][0]:.1f}")
+    print(f"  time per job, {large['jobs']:,} vs {small['jobs']:,} jobs: {result['time_per_job_ratio']:.2f}x "
+          f"(user CPU per job {result['cpu_per_job_ratio']:.2f}x); warm; load average {result['load_average'][0]:.1f}")
     if args.extrapolate_to:
         e = result["extrapolated_to"]
         print(f"  EXTRAPOLATED to {e['jobs']:,} jobs ({e['basis']}): about {e['seconds']:.0f} s, "
