@@ -18,6 +18,7 @@ import simsched
 from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, Progress
 from simsched.errors import DecisionError
+from simsched.eventlog import EventLog
 from simsched.jobstore import JobStore
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
@@ -34,22 +35,32 @@ class RunResult:
     """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
     nodes, and the run spells and timeline derived from the event log (columns: docs/outputs.md).
 
-    The spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on first use, so a
+    The events table, the spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on
+    first use (the events from the engine's compact :class:`~simsched.eventlog.EventLog`), so a
     caller that needs only the summary (GP learning, compare) does not pay for them.
     """
 
-    def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame, summary: dict | None = None,
+    def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame | EventLog, summary: dict | None = None,
                  nodes: pd.DataFrame | None = None, options: Mapping[str, tuple] | None = None,
                  cluster_names: tuple[str, ...] = ()) -> None:
         self._jobs = jobs
-        self.events = events
+        self._log = events if isinstance(events, EventLog) else None
+        self._events = None if self._log is not None else events
         self.summary = summary if summary is not None else {}
         self.nodes = nodes if nodes is not None else pd.DataFrame(columns=list(outputs.NODE_COLUMNS))
         self._options = options or {}
         self._cluster_names = cluster_names
         self._spells: pd.DataFrame | None = None
+        self._spell_jobs: numpy.ndarray | None = None  # job index per spell, when built from the log
         self._timeline: pd.DataFrame | None = None
         self._jobs_filled = False
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The event log (events.csv): time, event, job_id, detail."""
+        if self._events is None:
+            self._events = self._log.frame()
+        return self._events
 
     @property
     def spells(self) -> pd.DataFrame:
@@ -63,7 +74,11 @@ class RunResult:
                         return option.per_worker
                 raise AssertionError(f"job {job_id!r} ran on {cluster}/{gpu_type}, none of its options")
 
-            self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
+            if self._log is not None and isinstance(self._options, JobOptions):
+                self._spells, self._spell_jobs = outputs.spells_from_log(self._log, self.nodes,
+                                                                         self._options.share_of_index)
+            else:
+                self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
         return self._spells
 
     @property
@@ -72,7 +87,11 @@ class RunResult:
         if not self._jobs_filled:
             self._jobs_filled = True
             if self._options:
-                nodes, runs = outputs.job_spell_columns(self._jobs["job_id"].tolist(), self.spells)
+                spells = self.spells
+                if self._spell_jobs is not None:  # jobs are in job-index order
+                    nodes, runs = outputs.job_spell_columns_by_index(len(self._jobs), spells, self._spell_jobs)
+                else:
+                    nodes, runs = outputs.job_spell_columns(self._jobs["job_id"].tolist(), spells)
                 self._jobs["nodes"] = nodes
                 self._jobs["runs"] = runs
         return self._jobs
@@ -219,7 +238,6 @@ def _check_rounds(scenario: Scenario, fleet: Fleet, specs, interval: float | Non
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,
             policy_label: str | None = None) -> RunResult:
     names = engine.fleet.cluster_names
-    events = engine.events.frame()
     state = engine.fleet_state
     nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
     jobs = jobs_frame(engine.jobs, names)  # nodes/runs are filled from the spells on first use
@@ -246,18 +264,33 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
                      "networkx": metadata.version("networkx")},  # without importing it
     })
-    return RunResult(jobs, events, summary, nodes, JobOptions(engine.jobs), names)
+    return RunResult(jobs, engine.events, summary, nodes, JobOptions(engine.jobs, names), names)
 
 
 class JobOptions(Mapping):
     """job id -> the job's placement options, from the engine's job store (the id index is
     built on first use, and only the option-set codes are kept, not the store)."""
 
-    def __init__(self, store: JobStore) -> None:
+    def __init__(self, store: JobStore, cluster_names: tuple[str, ...]) -> None:
         self._ids = store.job_ids
         self._codes = store.option_set
         self._sets = store.option_sets
+        self._names = cluster_names
         self._index: dict[str, int] | None = None
+        self._shares: dict[tuple[int, str, str], int] = {}
+
+    def share_of_index(self, job: int, cluster: str, gpu_type: str) -> int:
+        """Milli-GPUs per worker of job number ``job`` on ``gpu_type`` in ``cluster``."""
+        code = int(self._codes[job])
+        share = self._shares.get((code, cluster, gpu_type))
+        if share is None:
+            for option in self._sets[code]:
+                if self._names[option.cluster] == cluster and option.gpu_type == gpu_type:
+                    share = self._shares[code, cluster, gpu_type] = option.per_worker
+                    break
+            else:
+                raise AssertionError(f"job {self._ids[job]!r} ran on {cluster}/{gpu_type}, none of its options")
+        return share
 
     def __getitem__(self, job_id: str) -> tuple:
         if self._index is None:

@@ -37,6 +37,10 @@ class EventLog(Sequence[Event]):
         self._nodes = array("q")
         self._reasons: dict[int, str] = {}
 
+    @property
+    def job_ids(self) -> Sequence[str]:
+        return self._job_ids
+
     def add(self, now: float, kind: int, job: int, nodes: Sequence[int] = (), reason: str = "") -> None:
         if reason:
             self._reasons[len(self._time)] = reason
@@ -90,6 +94,19 @@ class EventLog(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"EventLog({len(self)} events)"
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The log as numpy arrays (copies): ``time``, ``kind`` (index in :data:`KINDS`), ``job``
+        (job index), ``node_at`` (per event: where its nodes start in ``nodes``, one more entry at
+        the end) and ``nodes`` (node ids of every start event, one per worker, in log order)."""
+        n = len(self)
+        return {
+            "time": np.array(self._time, dtype=np.float64),
+            "kind": np.array(self._kind, dtype=np.int8) & ~_INT_TIME if n else np.zeros(0, np.int8),
+            "job": np.array(self._job, dtype=np.int64),
+            "node_at": np.append(np.array(self._node_at, dtype=np.int64), len(self._nodes)),
+            "nodes": np.array(self._nodes, dtype=np.int64),
+        }
 
     def frame(self) -> pd.DataFrame:
         """The events table (columns time, event, job_id, detail): the same values and dtypes as

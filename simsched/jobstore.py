@@ -258,11 +258,14 @@ class JobStore(Sequence[JobRecord]):
 
         Jobs still in play (a partial run) are read from their live records.
         """
-        status = self.status.copy()
-        first_start, end, wait = self.first_start.copy(), self.end.copy(), self.wait_so_far.copy()
-        gpu_seconds, share = self.gpu_seconds.copy(), self.run_share.astype(np.int64)
-        preemptions, flags = self.preemptions.astype(np.int64), self.flags.copy()
-        gpu_type, path, reason = self.gpu_type.copy(), self.path.copy(), self.reason.copy()
+        def column(values: np.ndarray) -> np.ndarray:  # a copy only when live jobs overwrite it
+            return values.copy() if self.live else values
+
+        status, first_start, end, wait = column(self.status), column(self.first_start), column(self.end), \
+            column(self.wait_so_far)
+        gpu_seconds, share = column(self.gpu_seconds), self.run_share.astype(np.int64)
+        preemptions, flags = self.preemptions.astype(np.int64), column(self.flags)
+        gpu_type, path, reason = column(self.gpu_type), column(self.path), column(self.reason)
         for i, job in self.live.items():
             status[i] = _STATUS_CODE[job.status]
             first_start[i], end[i], wait[i] = job.first_start, job.end, job.wait_so_far

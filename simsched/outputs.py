@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsched.eventlog import FINISH, KINDS, PREEMPT, START, EventLog
+
 #: ``cluster`` / ``gpu_type`` of the timeline rows that hold fleet-wide totals
 ALL = "*"
 #: separates the run spells of a job in jobs.csv's ``nodes`` column; node ids inside a spell are space-separated
@@ -132,6 +134,75 @@ def spells_frame(events: pd.DataFrame, nodes: pd.DataFrame, share_of: Callable[[
     spells["start"] = spells["start"].astype(float)
     spells["end"] = spells["end"].astype(float)
     return spells[list(SPELL_COLUMNS)].reset_index(drop=True)
+
+
+def spells_from_log(log: EventLog, nodes: pd.DataFrame,
+                    share_of: Callable[[int, str, str], int]) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`spells_frame` of ``log.frame()``, built from the log's columns without a Python
+    object per event (a million-job run); also each spell's job index.
+
+    ``share_of(job_index, cluster, gpu_type)`` is asked once per spell.
+    """
+    if not len(log):
+        return spells_frame(log.frame(), nodes, lambda job_id, c, t: 0), np.zeros(0, np.int64)
+    columns = log.columns()
+    kind, job, time, node_at, flat = (columns[c] for c in ("kind", "job", "time", "node_at", "nodes"))
+    # start, finish and preempt events grouped by job, in log order within a job: each start
+    # is followed by the event that ended it, unless it is still open (a partial run)
+    spell_events = np.flatnonzero((kind == START) | (kind == FINISH) | (kind == PREEMPT))
+    order = spell_events[np.argsort(job[spell_events], kind="stable")]
+    starts_at = np.flatnonzero(kind[order] == START)
+    after = starts_at + 1
+    closed = after < len(order)
+    closed[closed] = (job[order[after[closed]]] == job[order[starts_at[closed]]]) & \
+        (kind[order[after[closed]]] != START)
+    spell_jobs_by_job = job[order[starts_at]]
+    first_of_job = np.r_[True, spell_jobs_by_job[1:] != spell_jobs_by_job[:-1]]
+    rank = np.arange(len(starts_at))
+    spell_number = rank - np.maximum.accumulate(np.where(first_of_job, rank, 0))
+    start_event = order[starts_at]
+    end_event = np.full(len(starts_at), -1, np.int64)
+    end_event[closed] = order[after[closed]]
+    by_start = np.argsort(start_event, kind="stable")  # spells in start order
+    start_event, end_event, spell_number = start_event[by_start], end_event[by_start], spell_number[by_start]
+    spell_jobs = job[start_event]
+    first_node = flat[node_at[start_event]]
+    workers = node_at[start_event + 1] - node_at[start_event]
+    node_cluster = nodes["cluster"].to_numpy(object)
+    node_type = nodes["gpu_type"].to_numpy(object)
+    node_names = np.array([str(n) for n in range(len(node_cluster))], dtype=object)
+    node_lists = node_names[first_node]  # one worker: the node's id
+    for s in np.flatnonzero(workers > 1).tolist():
+        at = node_at[start_event[s]]
+        node_lists[s] = " ".join(map(str, flat[at:at + workers[s]].tolist()))
+    cluster, gpu_type = node_cluster[first_node], node_type[first_node]
+    share = np.fromiter((share_of(j, c, t) for j, c, t in zip(spell_jobs.tolist(), cluster, gpu_type)),
+                        np.int64, len(spell_jobs))
+    closed = end_event >= 0
+    end = np.full(len(start_event), math.nan)
+    end[closed] = time[end_event[closed]]
+    end_kind = np.full(len(start_event), "", dtype=object)
+    end_kind[closed] = np.array(KINDS, dtype=object)[kind[end_event[closed]]]
+    ids = np.array(log.job_ids, dtype=object)
+    spells = pd.DataFrame({
+        "job_id": ids[spell_jobs], "spell": spell_number.astype(np.int64), "start": time[start_event],
+        "end": end, "end_event": end_kind, "cluster": cluster, "gpu_type": gpu_type, "nodes": node_lists,
+        "workers": workers.astype(np.int64), "share": share,
+    }, columns=list(SPELL_COLUMNS))
+    return spells, spell_jobs
+
+
+def job_spell_columns_by_index(n_jobs: int, spells: pd.DataFrame, spell_jobs: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """:func:`job_spell_columns` for jobs 0..n-1 when each spell's job index is known."""
+    runs = np.bincount(spell_jobs, minlength=n_jobs).astype(np.int64)
+    nodes = np.full(n_jobs, "", dtype=object)
+    spell_nodes = spells["nodes"].to_numpy(object)
+    single = runs[spell_jobs] == 1
+    nodes[spell_jobs[single]] = spell_nodes[single]
+    for s in np.flatnonzero(~single).tolist():  # start order: spells join in order
+        j = spell_jobs[s]
+        nodes[j] = spell_nodes[s] if nodes[j] == "" else nodes[j] + SPELL_SEPARATOR + spell_nodes[s]
+    return nodes.tolist(), runs
 
 
 def job_spell_columns(job_ids: Sequence[str], spells: pd.DataFrame) -> tuple[list[str], np.ndarray]:

@@ -190,3 +190,41 @@ def test_event_log_reads_as_tuples():
     only_ints.add(0, 4, 0, reason="x")
     assert only_ints.frame()["time"].dtype == np.int64  # as a list of int tuples gives
     pd.testing.assert_frame_equal(only_ints.frame(), pd.DataFrame(list(only_ints), columns=EVENT_COLUMNS))
+
+
+def result_pair(engine: Engine):
+    """A RunResult built from the engine's columns and one built the record way (events table,
+    options dict): every derived table must be the same."""
+    from simsched import outputs
+    from simsched.api import JobOptions, RunResult
+
+    names = engine.fleet.cluster_names
+    state = engine.fleet_state
+    nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
+    columnar = RunResult(jobs_frame(engine.jobs, names), engine.events, {}, nodes, JobOptions(engine.jobs, names),
+                         names)
+    records = list(engine.jobs)
+    by_records = RunResult(jobs_frame(records, names), pd.DataFrame(list(engine.events), columns=EVENT_COLUMNS), {},
+                           nodes, {job.job_id: job.options for job in records}, names)
+    return columnar, by_records
+
+
+@pytest.mark.parametrize("case", range(4), ids=[name for name, _ in engines()])
+def test_spells_jobs_and_timeline_from_the_log_equal_the_table_way(case):
+    name, engine = engines()[case]
+    assert engine.run()
+    columnar, by_records = result_pair(engine)
+    for table in ("spells", "jobs", "timeline", "events"):
+        pd.testing.assert_frame_equal(getattr(columnar, table), getattr(by_records, table))
+    if name == "srtf-preemptive":
+        assert (columnar.jobs["runs"] > 1).any() and columnar.jobs["nodes"].str.contains("|", regex=False).any()
+    assert (columnar.spells["workers"] > 1).any()
+
+
+def test_spells_of_a_partial_run_from_the_log_keep_open_spells():
+    _, engine = engines()[1]
+    engine.env.run(until=1500.0)
+    columnar, by_records = result_pair(engine)
+    assert columnar.spells["end"].isna().any()
+    for table in ("spells", "jobs", "timeline"):
+        pd.testing.assert_frame_equal(getattr(columnar, table), getattr(by_records, table))

@@ -1,6 +1,6 @@
 """Soak: time per job and peak memory as the job count grows, at a steady load.
 
-    python tools/bench/soak.py [--jobs 100000 1000000] [--nodes 32] [--load 0.9] [--json]
+    python tools/bench/soak.py [--jobs 100000 1000000] [--nodes 32] [--load 0.9] [--pipeline] [--json]
 
 The workload is tools/bench/engine.py's (1-8 GPU jobs, Poisson arrivals,
 exponential durations) at an offered load below 1, so the backlog stays
@@ -13,6 +13,13 @@ whole subprocess (``ru_maxrss``, inputs included). With ``--extrapolate-to N``
 the figures are extrapolated linearly to N jobs (time per job of the largest
 run; memory from the growth per job between the two largest runs), and the
 output says so.
+
+``--pipeline`` measures the whole user path instead: the workload is written
+as a job CSV with a scenario file (untimed), then ``simsched.run`` loads,
+validates, simulates and collects it, and ``RunResult.write`` writes every
+output file (jobs, events, nodes, spells, timeline, summary), as
+``python -m simsched SCENARIO --out DIR`` does. The time is that of run +
+write; the peak RSS is the subprocess's.
 
 Targets (issue 14): time per job at 1M within 1.5x of that at 100k; peak RSS
 of a 1M-job run at most 1.2 GB.
@@ -61,10 +68,45 @@ def child(jobs: int, nodes: int, load: float) -> dict:
             "load_average": list(os.getloadavg())}
 
 
-def measure(jobs: int, nodes: int, load: float) -> dict:
+def pipeline_child(jobs: int, nodes: int, load: float) -> dict:
+    """simsched.run + RunResult.write on the same workload, from a scenario with a job CSV."""
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from engine import workload
+
+    import simsched.api
+
+    with tempfile.TemporaryDirectory(prefix="simsched-soak-") as tmp:
+        folder = Path(tmp)
+        with open(folder / "jobs.csv", "w") as f:
+            f.write("job_id,submit,duration,gpus\n")
+            for i, (submit, duration, gpus) in enumerate(workload(jobs, nodes, load)):
+                f.write(f"{i},{submit!r},{duration!r},{gpus}\n")
+        (folder / "soak.toml").write_text(
+            f'name = "soak"\nseed = 1\n[[cluster]]\nname = "c0"\n'
+            f'nodes = [{{ count = {nodes}, gpus = 8, gpu_type = "V100" }}]\n'
+            f'[workload]\nsource = "csv"\npath = "jobs.csv"\n'
+            f'[scheduler]\npolicy = "fifo"\nplacement = "best_fit"\nbackfill = true\n')
+        input_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
+        result = simsched.api.run(folder / "soak.toml")
+        result.write(folder / "out")
+        seconds = time.perf_counter() - t0
+        cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
+        assert result.summary["completed"] == jobs
+    return {"jobs": jobs, "seconds": seconds, "ms_per_1000_jobs": 1e6 * seconds / jobs,
+            "user_cpu_s": cpu, "cpu_ms_per_1000_jobs": 1e6 * cpu / jobs,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "input_peak_rss_mb": input_rss_mb, "decisions": result.summary["decisions"],
+            "load_average": list(os.getloadavg())}
+
+
+def measure(jobs: int, nodes: int, load: float, pipeline: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, __file__, "--child", str(jobs), "--nodes", str(nodes),
-                          "--load", str(load)], env=env, check=True, capture_output=True, text=True)
+                          "--load", str(load), *(["--pipeline"] if pipeline else [])],
+                         env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
@@ -74,16 +116,19 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--load", type=float, default=0.9)
     p.add_argument("--extrapolate-to", type=int, help="scale the largest run linearly to this many jobs")
+    p.add_argument("--pipeline", action="store_true",
+                   help="time simsched.run + writing every output file instead of the engine alone")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.nodes, args.load)))
+        print(json.dumps((pipeline_child if args.pipeline else child)(args.child, args.nodes, args.load)))
         return 0
-    measure(2000, args.nodes, args.load)  # warm-up: imports, .pyc files
-    runs = [measure(n, args.nodes, args.load) for n in sorted(args.jobs)]
+    measure(2000, args.nodes, args.load, args.pipeline)  # warm-up: imports, .pyc files
+    runs = [measure(n, args.nodes, args.load, args.pipeline) for n in sorted(args.jobs)]
     small, large = runs[0], runs[-1]
-    result = {"warm": True, "load_average": list(os.getloadavg()), "runs": runs,
+    result = {"warm": True, "path": "simsched.run + write" if args.pipeline else "engine + jobs table",
+              "load_average": list(os.getloadavg()), "runs": runs,
               "time_per_job_ratio": large["ms_per_1000_jobs"] / small["ms_per_1000_jobs"],
               "cpu_per_job_ratio": large["cpu_ms_per_1000_jobs"] / small["cpu_ms_per_1000_jobs"],
               "extrapolated": False}
