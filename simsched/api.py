@@ -100,7 +100,8 @@ class RunResult:
     def timeline(self) -> pd.DataFrame:
         """Busy milli-GPUs, running and queued jobs after every change."""
         if self._timeline is None:
-            self._timeline = outputs.timeline_frame(self.events, self.spells)
+            events = self._log if self._events is None else self._events
+            self._timeline = outputs.timeline_frame(events, self.spells)
         return self._timeline
 
     @property
@@ -119,6 +120,9 @@ class RunResult:
             out.mkdir(parents=True, exist_ok=True)
             atomic.mark_partial(out, "writing: the files here may be from an earlier run")
             for name in ("jobs", "events", "nodes", "spells", "timeline"):
+                if name == "events" and self._events is None:  # straight from the engine's log
+                    atomic.write_with(out / "events.csv", self._log.write_csv)
+                    continue
                 frame = getattr(self, name)
                 atomic.write_with(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
             atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")

@@ -95,44 +95,66 @@ class EventLog(Sequence[Event]):
     def __repr__(self) -> str:
         return f"EventLog({len(self)} events)"
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """The log as numpy arrays (copies): ``time``, ``kind`` (index in :data:`KINDS`), ``job``
-        (job index), ``node_at`` (per event: where its nodes start in ``nodes``, one more entry at
-        the end) and ``nodes`` (node ids of every start event, one per worker, in log order)."""
-        n = len(self)
+    def columns(self, copy: bool = True) -> dict[str, np.ndarray]:
+        """The log as numpy arrays: ``time``, ``kind`` (index in :data:`KINDS`), ``job`` (job
+        index), ``node_at`` (per event: where its nodes start in ``nodes``, one more entry at the
+        end) and ``nodes`` (node ids of every start event, one per worker, in log order).
+
+        With ``copy=False`` ``time``, ``job`` and ``nodes`` are views of the log's buffers
+        (no copy of a million-job log); drop them before the log grows again.
+        """
+        def column(buffer: array, dtype) -> np.ndarray:
+            if not len(buffer):
+                return np.zeros(0, dtype)
+            view = np.frombuffer(buffer, dtype=dtype)
+            return view.copy() if copy else view
+
         return {
-            "time": np.array(self._time, dtype=np.float64),
-            "kind": np.array(self._kind, dtype=np.int8) & ~_INT_TIME if n else np.zeros(0, np.int8),
-            "job": np.array(self._job, dtype=np.int64),
-            "node_at": np.append(np.array(self._node_at, dtype=np.int64), len(self._nodes)),
-            "nodes": np.array(self._nodes, dtype=np.int64),
+            "time": column(self._time, np.float64),
+            "kind": column(self._kind, np.int8) & ~_INT_TIME,
+            "job": column(self._job, np.int64),
+            "node_at": np.append(column(self._node_at, np.int64), len(self._nodes)),
+            "nodes": column(self._nodes, np.int64),
         }
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, start: int = 0, stop: int | None = None) -> pd.DataFrame:
         """The events table (columns time, event, job_id, detail): the same values and dtypes as
-        ``pd.DataFrame(list(log), columns=...)``, built from the columns."""
+        ``pd.DataFrame(list(log), columns=...)``, built from the columns; rows ``start:stop``
+        (the time column's dtype is that of the whole log)."""
         n = len(self)
-        codes = np.frombuffer(self._kind, dtype=np.int8) if n else np.zeros(0, np.int8)
-        kinds = codes & ~_INT_TIME
-        times = np.frombuffer(self._time, dtype=np.float64) if n else np.zeros(0)
-        jobs = np.frombuffer(self._job, dtype=np.int64) if n else np.zeros(0, np.int64)
-        detail = np.full(n, "", dtype=object)
-        node_at = np.frombuffer(self._node_at, dtype=np.int64) if n else np.zeros(0, np.int64)
-        ends = np.append(node_at[1:], len(self._nodes))
+        if n == 0:
+            return pd.DataFrame([], columns=["time", "event", "job_id", "detail"])
+        all_codes = np.frombuffer(self._kind, dtype=np.int8)
+        # a list of tuples whose times are all Python ints makes an int64 column
+        all_int = bool((all_codes & _INT_TIME).all())
+        stop = n if stop is None else min(stop, n)
+        kinds = all_codes[start:stop] & ~_INT_TIME
+        times = np.frombuffer(self._time, dtype=np.float64)[start:stop]
+        jobs = np.frombuffer(self._job, dtype=np.int64)[start:stop]
+        detail = np.full(len(kinds), "", dtype=object)
+        node_at = np.frombuffer(self._node_at, dtype=np.int64)
+        ends = np.append(node_at[1:], len(self._nodes))[start:stop]
+        node_at = node_at[start:stop]
         nodes = self._nodes
         starts = np.flatnonzero(kinds == START)
         for i, first, end in zip(starts.tolist(), node_at[starts].tolist(), ends[starts].tolist()):
             detail[i] = " ".join(map(str, nodes[first:end]))
         for i, reason in self._reasons.items():
-            detail[i] = reason
-        # a list of tuples whose times are all Python ints makes an int64 column
-        all_int = n > 0 and bool((codes & _INT_TIME).all())
-        ids = np.array(self._job_ids, dtype=object)
-        if n == 0:
-            return pd.DataFrame([], columns=["time", "event", "job_id", "detail"])
+            if start <= i < stop:
+                detail[i - start] = reason
         return pd.DataFrame({
             "time": times.astype(np.int64) if all_int else times.copy(),
             "event": np.array(KINDS, dtype=object)[kinds],
-            "job_id": ids[jobs],
+            "job_id": np.array(self._job_ids, dtype=object)[jobs],
             "detail": detail,
         })
+
+    def write_csv(self, path, chunk: int = 200_000) -> None:
+        """``self.frame().to_csv(path, index=False)``, a chunk of rows at a time (the same bytes,
+        without the whole table in memory)."""
+        if len(self) <= chunk:
+            self.frame().to_csv(path, index=False)
+            return
+        with open(path, "w", newline="") as f:
+            for first in range(0, len(self), chunk):
+                self.frame(first, first + chunk).to_csv(f, index=False, header=first == 0)

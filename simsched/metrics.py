@@ -131,9 +131,20 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
     makespan = float(ends.max() - df["submit"].min()) if len(ends) else 0.0
     summary = _block(df, float(sum(cluster_gpus.values())), makespan, weights, kind, w)
     summary["makespan"] = makespan
-    last_cluster = df["cluster"].fillna("").astype(str).str.rsplit("|", n=1).str[-1]
-    summary["per_cluster"] = {
-        name: _block(df[last_cluster == name], gpus, makespan, weights, kind, w)
-        for name, gpus in cluster_gpus.items()
-    }
+    last_cluster = last_clusters(df)
+    summary["per_cluster"] = {}
+    for name, gpus in cluster_gpus.items():
+        in_cluster = last_cluster == name
+        rows = df if in_cluster.all() else df[in_cluster]  # no copy of a one-cluster run's table
+        summary["per_cluster"][name] = _block(rows, gpus, makespan, weights, kind, w)
     return summary
+
+
+def last_clusters(df: pd.DataFrame) -> np.ndarray:
+    """The last cluster each job ran in (the ``cluster`` column's last ``|`` part); split only
+    where a job ran in several (a million-row split makes a list per row)."""
+    cluster = df["cluster"].fillna("").astype(str).to_numpy(object)
+    moved = np.flatnonzero(pd.Series(cluster).str.contains("|", regex=False).to_numpy(bool))
+    for i in moved.tolist():
+        cluster[i] = cluster[i].rsplit("|", 1)[-1]
+    return cluster

@@ -216,6 +216,9 @@ def test_spells_jobs_and_timeline_from_the_log_equal_the_table_way(case):
     columnar, by_records = result_pair(engine)
     for table in ("spells", "jobs", "timeline", "events"):
         pd.testing.assert_frame_equal(getattr(columnar, table), getattr(by_records, table))
+    from simsched.outputs import timeline_frame_reference
+
+    pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
     if name == "srtf-preemptive":
         assert (columnar.jobs["runs"] > 1).any() and columnar.jobs["nodes"].str.contains("|", regex=False).any()
     assert (columnar.spells["workers"] > 1).any()
@@ -228,3 +231,30 @@ def test_spells_of_a_partial_run_from_the_log_keep_open_spells():
     assert columnar.spells["end"].isna().any()
     for table in ("spells", "jobs", "timeline"):
         pd.testing.assert_frame_equal(getattr(columnar, table), getattr(by_records, table))
+    from simsched.outputs import timeline_frame_reference
+
+    pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
+
+
+@pytest.mark.parametrize("case", [1, 3], ids=["srtf-preemptive", "int-clock"])
+def test_events_csv_written_in_chunks_has_the_bytes_of_the_whole_table(tmp_path, case):
+    _, engine = engines()[case]
+    assert engine.run()
+    whole, chunked = tmp_path / "whole.csv", tmp_path / "chunked.csv"
+    pd.DataFrame(list(engine.events), columns=EVENT_COLUMNS).to_csv(whole, index=False)
+    engine.events.write_csv(chunked, chunk=7)
+    assert chunked.read_bytes() == whole.read_bytes()
+    assert engine.events.frame(7, 14).equals(engine.events.frame().iloc[7:14].reset_index(drop=True))
+
+
+def test_tables_of_a_run_where_no_job_ever_runs():
+    engine = Engine(hetero_fleet(), [JobSpec("huge", 5.0, 10.0, 64.0, 1), JobSpec("huger", 6.0, 1.0, 128.0, 1)],
+                    queue_scheduler())
+    assert engine.run()
+    columnar, by_records = result_pair(engine)
+    from simsched.outputs import timeline_frame_reference
+
+    assert len(columnar.spells) == 0 and len(columnar.timeline) == 0  # arrive + unscheduled at once: no change
+    pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
+    pd.testing.assert_frame_equal(columnar.spells, by_records.spells)
+    pd.testing.assert_frame_equal(columnar.jobs, by_records.jobs)
