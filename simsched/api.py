@@ -16,7 +16,7 @@ import simpy
 
 import simsched
 from simsched import atomic, interrupts, limits, outputs
-from simsched.engine import Engine, EngineConfig, Progress
+from simsched.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.errors import DecisionError
 from simsched.eventlog import EventLog
 from simsched.jobstore import JobStore
@@ -76,7 +76,7 @@ class RunResult:
 
             if self._log is not None and isinstance(self._options, JobOptions):
                 self._spells, self._spell_jobs = outputs.spells_from_log(self._log, self.nodes,
-                                                                         self._options.share_of_index)
+                                                                         self._options.shares)
             else:
                 self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
         return self._spells
@@ -268,33 +268,37 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
                      "networkx": metadata.version("networkx")},  # without importing it
     })
-    return RunResult(jobs, engine.events, summary, nodes, JobOptions(engine.jobs, names), names)
+    return RunResult(jobs, engine.events, summary, nodes, JobOptions(engine.jobs, engine.fleet_state), names)
 
 
 class JobOptions(Mapping):
     """job id -> the job's placement options, from the engine's job store (the id index is
     built on first use, and only the option-set codes are kept, not the store)."""
 
-    def __init__(self, store: JobStore, cluster_names: tuple[str, ...]) -> None:
+    def __init__(self, store: JobStore, fleet: FleetState) -> None:
         self._ids = store.job_ids
         self._codes = store.option_set
         self._sets = store.option_sets
-        self._names = cluster_names
+        self._node_cluster = fleet.node_cluster
+        self._node_type = fleet.node_type
         self._index: dict[str, int] | None = None
-        self._shares: dict[tuple[int, str, str], int] = {}
 
-    def share_of_index(self, job: int, cluster: str, gpu_type: str) -> int:
-        """Milli-GPUs per worker of job number ``job`` on ``gpu_type`` in ``cluster``."""
-        code = int(self._codes[job])
-        share = self._shares.get((code, cluster, gpu_type))
-        if share is None:
+    def shares(self, jobs: numpy.ndarray, nodes: numpy.ndarray) -> numpy.ndarray:
+        """Milli-GPUs per worker of each job number in ``jobs`` on the cluster and GPU type of the
+        node beside it (one look-up per distinct option set and node)."""
+        pairs, inverse = numpy.unique(self._codes[jobs].astype(numpy.int64) * len(self._node_type) + nodes,
+                                      return_inverse=True)
+        per_pair = numpy.empty(len(pairs), numpy.int64)
+        for k, pair in enumerate(pairs.tolist()):
+            code, node = divmod(pair, len(self._node_type))
+            cluster, gpu_type = self._node_cluster[node], self._node_type[node]
             for option in self._sets[code]:
-                if self._names[option.cluster] == cluster and option.gpu_type == gpu_type:
-                    share = self._shares[code, cluster, gpu_type] = option.per_worker
+                if option.cluster == cluster and option.gpu_type == gpu_type:
+                    per_pair[k] = option.per_worker
                     break
             else:
-                raise AssertionError(f"job {self._ids[job]!r} ran on {cluster}/{gpu_type}, none of its options")
-        return share
+                raise AssertionError(f"a job with options {self._sets[code]} ran on node {node}, none of them")
+        return per_pair[inverse.reshape(-1)]
 
     def __getitem__(self, job_id: str) -> tuple:
         if self._index is None:

@@ -256,10 +256,12 @@ class JobStore(Sequence[JobRecord]):
         """The per-job columns of jobs.csv (without ``nodes`` and ``runs``), in input order, with
         the values and dtypes :func:`simsched.metrics.jobs_frame` gives for the same records.
 
-        Jobs still in play (a partial run) are read from their live records.
+        Jobs still in play (a partial run) are read from their live records. The input columns
+        (``submit``, ``gpus``, ...) are the store's own arrays, which never change; the others
+        are new arrays.
         """
-        def column(values: np.ndarray) -> np.ndarray:  # a copy only when live jobs overwrite it
-            return values.copy() if self.live else values
+        def column(values: np.ndarray) -> np.ndarray:  # a copy: the table must not share the store's results
+            return values.copy()
 
         status, first_start, end, wait = column(self.status), column(self.first_start), column(self.end), \
             column(self.wait_so_far)

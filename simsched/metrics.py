@@ -79,7 +79,8 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
         rows["share"].append(job.run_share)
     rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
     rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)
-    return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS))
+    # from the store every column is a new array or an input column that never changes: no copy
+    return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS), copy=False if columnar is not None else None)
 
 
 def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float, float, float],

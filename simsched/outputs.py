@@ -137,11 +137,12 @@ def spells_frame(events: pd.DataFrame, nodes: pd.DataFrame, share_of: Callable[[
 
 
 def spells_from_log(log: EventLog, nodes: pd.DataFrame,
-                    share_of: Callable[[int, str, str], int]) -> tuple[pd.DataFrame, np.ndarray]:
+                    shares: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[pd.DataFrame, np.ndarray]:
     """:func:`spells_frame` of ``log.frame()``, built from the log's columns without a Python
     object per event (a million-job run); also each spell's job index.
 
-    ``share_of(job_index, cluster, gpu_type)`` is asked once per spell.
+    ``shares(job_indices, first_nodes)`` gives the milli-GPUs per worker of each spell (of the
+    job on the GPU type and cluster of its first node).
     """
     columns = log.columns(copy=False)
     kind, job, time, node_at, flat = (columns[c] for c in ("kind", "job", "time", "node_at", "nodes"))
@@ -177,8 +178,7 @@ def spells_from_log(log: EventLog, nodes: pd.DataFrame,
         at = node_at[start_event[s]]
         node_lists[s] = " ".join(map(str, flat[at:at + workers[s]].tolist()))
     cluster, gpu_type = node_cluster[first_node], node_type[first_node]
-    share = np.fromiter((share_of(j, c, t) for j, c, t in zip(spell_jobs.tolist(), cluster, gpu_type)),
-                        np.int64, len(spell_jobs))
+    share = np.asarray(shares(spell_jobs, first_node), dtype=np.int64)
     closed = end_event >= 0
     end = np.full(len(start_event), math.nan)
     end[closed] = time[end_event[closed]]
@@ -189,7 +189,7 @@ def spells_from_log(log: EventLog, nodes: pd.DataFrame,
         "job_id": ids[spell_jobs], "spell": spell_number.astype(np.int64), "start": time[start_event],
         "end": end, "end_event": end_kind, "cluster": cluster, "gpu_type": gpu_type, "nodes": node_lists,
         "workers": workers.astype(np.int64), "share": share,
-    }, columns=list(SPELL_COLUMNS))
+    }, columns=list(SPELL_COLUMNS), copy=False)  # fresh arrays: no copy
     return spells, spell_jobs
 
 
@@ -297,12 +297,16 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     gpu_type = np.full(len(order), ALL, dtype=object)
     cluster[in_group] = np.asarray(cluster_names, dtype=object)[row_group[in_group] // n_types]
     gpu_type[in_group] = np.asarray(type_names, dtype=object)[row_group[in_group] % n_types]
-    return pd.DataFrame({
-        "time": time[order], "cluster": cluster, "gpu_type": gpu_type,
-        "busy_milli": np.concatenate([fleet[0], per_group[0]])[order],
-        "running": np.concatenate([fleet[1], per_group[1]])[order],
-        "queued": np.concatenate([queued, group_queue])[order],
-    }, columns=list(TIMELINE_COLUMNS))
+    del row_group, in_group
+    table = {"time": time[order], "cluster": cluster, "gpu_type": gpu_type}
+    del time
+    for column, fleet_values, group_values in (("busy_milli", fleet[0], per_group[0]),
+                                               ("running", fleet[1], per_group[1]),
+                                               ("queued", queued, group_queue)):
+        table[column] = np.concatenate([fleet_values, group_values])[order]
+    del fleet, per_group, queued, group_queue
+    # every column is a fresh array: no copy (a million-job timeline has millions of rows)
+    return pd.DataFrame(table, columns=list(TIMELINE_COLUMNS), copy=False)
 
 
 def _net_changes(time: np.ndarray, group: np.ndarray | None,

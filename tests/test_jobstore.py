@@ -201,7 +201,7 @@ def result_pair(engine: Engine):
     names = engine.fleet.cluster_names
     state = engine.fleet_state
     nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
-    columnar = RunResult(jobs_frame(engine.jobs, names), engine.events, {}, nodes, JobOptions(engine.jobs, names),
+    columnar = RunResult(jobs_frame(engine.jobs, names), engine.events, {}, nodes, JobOptions(engine.jobs, state),
                          names)
     records = list(engine.jobs)
     by_records = RunResult(jobs_frame(records, names), pd.DataFrame(list(engine.events), columns=EVENT_COLUMNS), {},
