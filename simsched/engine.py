@@ -26,6 +26,8 @@ from __future__ import annotations
 import gc
 import math
 import time
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -220,6 +222,47 @@ def periodic_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
         engine.request_decision()
 
 
+def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
+    """:func:`periodic_rounds` for a scheduler with ``quiet_until`` (``las``): the same rounds at the
+    same times (``now + interval_s`` again and again), but a round that would decide nothing is
+    counted (``Engine.decisions``) instead of run.
+
+    After a round's decision the scheduler says, when that decision started and preempted
+    nothing, the earliest time its decisions can change by themselves (``quiet_until(view)``);
+    until then and until the next scheduled event (an arrival, a finish) the state is fixed
+    and every round would decide the same nothing. Rounds at those grid times are skipped;
+    the next one runs as :func:`periodic_rounds` runs it, stop rule included.
+    """
+    if engine.outstanding <= 0:
+        return
+    grid = engine.round_times
+    while True:
+        now = env.now
+        at = now + interval_s
+        quiet = engine.quiet_until()
+        if at < quiet and (engine.running or engine.arrivals_left):
+            counted = 1 if engine.queue or engine.running else 0  # Engine.decide counts these
+            horizon = min(quiet, env.peek())  # an event is always scheduled while jobs run or arrive
+            while at < horizon:
+                grid.append(at)
+                engine.decisions += counted
+                at = at + interval_s
+        grid.append(at)
+        if at == now + interval_s:
+            yield env.timeout(interval_s)
+        else:
+            delay = at - now
+            while now + delay < at:  # the delay whose sum SimPy takes is exactly the round's time
+                delay = math.nextafter(delay, math.inf)
+            while now + delay > at:
+                delay = math.nextafter(delay, -math.inf)
+            yield env.timeout(delay)
+        if not engine.running and engine.arrivals_left_at_round(len(grid) - 1) == 0:
+            return
+        engine.request_decision()
+        yield engine.next_wakeup()  # after the scheduler loop, which waits on it first, has decided
+
+
 @contextmanager
 def fewer_gc_passes() -> Iterator[None]:
     """Raise the cyclic GC's generation-0 threshold for a while.
@@ -276,8 +319,14 @@ class Engine:
         self.env.process(arrival_feeder(self.env, self, self.jobs.submit))
         self.env.process(scheduler_loop(self.env, self))
         interval = config.interval_s or getattr(scheduler, "interval_s", None)
+        self._quiet = getattr(scheduler, "quiet_until", None)  # see skipping_rounds
+        self._quiet_view: View | None = None  # the last decision's view if it did nothing, else None
+        self._quiet_always = False  # the last decision found nothing queued or running
+        self.round_times: array = array("d")  # every periodic round's time so far, skipped ones too
+        self._arrivals: list[float] | None = None
         if interval:
-            self.env.process(periodic_rounds(self.env, self, float(interval)))
+            rounds = skipping_rounds if callable(self._quiet) else periodic_rounds
+            self.env.process(rounds(self.env, self, float(interval)))
 
     # -- setup ---------------------------------------------------------------
     @property
@@ -370,13 +419,71 @@ class Engine:
     def decide(self) -> None:
         self._wakeup = self.env.event()
         self._wakeup_pending = False
-        if not self.queue and not self.running:
+        self._quiet_view = None
+        self._quiet_always = not self.queue and not self.running
+        if self._quiet_always:
             return
         view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free))
         decision = self.scheduler.decide(view)
         self.decisions += 1
         if decision.preempts or decision.starts:
             self.apply(decision)
+        else:
+            self._quiet_view = view
+
+    def quiet_until(self) -> float:
+        """Until when decisions would change nothing if no event came first (see
+        :func:`skipping_rounds`): from the scheduler after a decision that did nothing."""
+        if self._quiet_always:
+            return math.inf
+        if self._quiet_view is None:
+            return -math.inf
+        return self._quiet(self._quiet_view)
+
+    def arrivals_left_at_round(self, k: int) -> int:
+        """Arrivals still to come as :func:`periodic_rounds` would see them at round ``k`` (at
+        ``round_times[k]``), with nothing running.
+
+        There, a round that finds nothing running and no arrival left ends the rounds. When
+        the last arrivals fall exactly on the round's time, whether the round sees them
+        depends on SimPy's order of the two timeouts: the one created first fires first.
+        The arrival's was created at the previous arrival time, the round's at the
+        previous round; at a tie the same question goes one step back, and at time 0 the
+        arrival feeder started first.
+        """
+        times = self._arrival_times()
+        at = self.round_times[k]
+        after = len(times) - bisect_right(times, at)
+        on_time = bisect_right(times, at) - bisect_left(times, at)
+        if not on_time or after:
+            return after + on_time
+        resumes = self._feeder_resumes()
+        j = bisect_left(resumes, at)
+        while True:  # does the arrival timeout for resumes[j] fire before the round at round_times[k]?
+            if j == 0:
+                return after  # created at time 0, before the rounds' process started
+            if k == 0:
+                return after + on_time  # the round's was created at time 0, the arrival's later
+            arrival_made, round_made = resumes[j - 1], self.round_times[k - 1]
+            if arrival_made != round_made:
+                return after if arrival_made < round_made else after + on_time
+            j, k = j - 1, k - 1
+
+    def _arrival_times(self) -> list[float]:
+        """Each job's arrival time as :func:`arrival_feeder` produces it (sorted)."""
+        if self._arrivals is None:
+            now, times = 0.0, []
+            for job in sorted(self.jobs, key=lambda j: (j.submit, j.index)):
+                if job.submit > now:
+                    now = now + (job.submit - now)
+                times.append(now)
+            self._arrivals = times
+        return self._arrivals
+
+    def _feeder_resumes(self) -> list[float]:
+        """The times at which the arrival feeder wakes from a timeout."""
+        times = self._arrival_times()
+        return sorted({t for t in times if t > 0.0})
 
     def apply(self, decision: Decision) -> None:
         """Validate and carry out a decision; refuse anything that over-allocates."""

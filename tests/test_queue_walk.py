@@ -10,6 +10,8 @@ every built-in ordering, placement and backfill setting.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -27,11 +29,20 @@ from simsched.policies.queue import QueueScheduler, place_job
 
 FLEET = Fleet((ClusterSpec("a", (NodeGroup(2, 8, "V100"), NodeGroup(2, 4, "T4"))),
                ClusterSpec("b", (NodeGroup(1, 8, "A100"), NodeGroup(2, 8, "V100")))), builtin_gpu_types())
-ORDERING_NAMES = ("fifo", "sjf", "srtf", "srsf", "edf", "lyra", "hrrn", "sufferage", "gp")
+ORDERING_NAMES = ("fifo", "sjf", "srtf", "srsf", "edf", "lyra", "hrrn", "sufferage", "gp", "gp-compiled",
+                  "gp-learned")
+LEARNED = Path(__file__).resolve().parents[1] / "workloads" / "priorities" / "paper_learned.json"
 
 
 def ordering(name: str):
-    return GpOrdering(load_priority("gp-paper")) if name == "gp" else ORDERINGS[name]
+    """A built-in ordering; "gp-compiled"/"gp-learned" evaluate every bucket with the compiled kernel."""
+    if name == "gp":
+        return GpOrdering(load_priority("gp-paper"))
+    if name == "gp-compiled":
+        return GpOrdering(load_priority("gp-paper"), compiled_from=0, compile_after=0)
+    if name == "gp-learned":
+        return GpOrdering(load_priority(str(LEARNED)), compiled_from=0, compile_after=0)
+    return ORDERINGS[name]
 
 
 class ReferenceWalk:
@@ -109,7 +120,7 @@ def test_deep_queue_of_one_kind_starts_in_key_order():
     assert starts == ["long", *expected]
 
 
-@pytest.mark.parametrize("name", ["hrrn", "gp"])
+@pytest.mark.parametrize("name", ["hrrn", "gp", "gp-compiled", "gp-learned"])
 def test_vectorised_keys_equal_the_scalar_keys_bit_for_bit(name):
     """The vectorised key of a dynamic ordering gives exactly the floats of its scalar key."""
     jobs = workload(3, 200)
@@ -124,6 +135,10 @@ def test_vectorised_keys_equal_the_scalar_keys_bit_for_bit(name):
     order = ordering(name)
     columns = {c: np.array([float(getattr(j, c)) for j in records]) for c in order.columns}
     got = order.vector(columns, view.now)
+    if name.startswith("gp"):  # and the compiled kernel's keys and first minimum
+        out = np.empty(len(records))
+        first = order.vector_min(columns, len(records), view.now, out)
+        assert out.tobytes() == got.tobytes() and first == int(got.argmin())
     if name == "hrrn":
         want = np.array([hrrn_key(j, view) for j in records])
     else:

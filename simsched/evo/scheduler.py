@@ -268,14 +268,30 @@ class GpOrdering:
     The graph is turned once into a list of numpy steps (children first), which
     compute exactly what :func:`~simsched.evo.priority.evaluate` does without
     re-validating and re-sorting the graph at every decision. ``vector`` gives
-    f for queued jobs from columns of their fields (see simsched/policies/ordering.py).
+    f for queued jobs from columns of their fields (see simsched/policies/ordering.py);
+    ``vector_min`` also finds the first minimum. Once the numpy path has evaluated
+    ``compile_after`` rows (a deep queue; or at once when this graph is already
+    compiled in the process), the graph is compiled into one numba loop
+    (:mod:`simsched.evo.gp_kernel`, about half a second) that evaluates buckets of
+    at least ``compiled_from`` rows from then on. Both give the same values bit for
+    bit, so the walk is the same; a short run never pays the compilation.
     """
 
     static = False
     columns = ("remaining_work", "wait_so_far", "queued_since", "weight", "gpus")
+    compiled_from = 64
+    compile_after = 2_000_000
 
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: nx.DiGraph, compiled_from: int | None = None, compile_after: int | None = None,
+                 ) -> None:
         validate(graph)
+        if compiled_from is not None:
+            self.compiled_from = compiled_from
+        if compile_after is not None:
+            self.compile_after = compile_after
+        self._numpy_rows = 0  # rows evaluated by numpy so far
+        self._source: str | None = None  # the kernel's source (simsched.evo.gp_kernel)
+        self._kernel = None
         self.graph = graph
         self.name = "gp"
         self.description = f"priority graph f = {infix(graph)}"
@@ -322,6 +338,26 @@ class GpOrdering:
             "u": columns["weight"],
             "g": columns["gpus"],
         })
+
+    def vector_min(self, columns, n: int, now: float, out: np.ndarray) -> int:
+        """Fill ``out[:n]`` with f of the first ``n`` rows of ``columns``; the index of the
+        first minimum, or -1 when a key is NaN (the contract of simsched/policies/ordering.py)."""
+        if n >= self.compiled_from:
+            if self._kernel is None:
+                from simsched.evo.gp_kernel import compiled_source, kernel_source
+
+                if self._source is None:
+                    self._source = kernel_source(self.graph)
+                self._kernel = compiled_source(self._source, self._numpy_rows >= self.compile_after)
+            if self._kernel is not None:
+                return int(self._kernel(columns["remaining_work"], columns["wait_so_far"],
+                                        columns["queued_since"], columns["weight"], columns["gpus"], float(now),
+                                        n, out))
+        self._numpy_rows += n
+        keys = out[:n]
+        keys[:] = self.vector({k: c[:n] for k, c in columns.items()}, now)
+        i = int(keys.argmin())  # a NaN is the minimum of argmin
+        return -1 if keys[i] != keys[i] else i
 
     def sort(self, jobs: Sequence[JobView], view: SchedulerView) -> list[JobView]:
         jobs = list(jobs)

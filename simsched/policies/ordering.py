@@ -7,7 +7,10 @@ time) may give a vectorised form of its key: ``vector(columns, now)`` returns
 the keys of many jobs at once from numpy arrays of the job fields named in
 ``columns``, with exactly the floating-point operations of ``key`` (so the
 same values, bit for bit); the queue scheduler then finds the next job of each
-kind by a minimum instead of sorting the queue at every decision.
+kind by a minimum instead of sorting the queue at every decision. An ordering
+object may also give ``vector_min(columns, n, now, out) -> int``: it writes the
+keys of the first ``n`` rows into ``out[:n]`` and returns the index of the first
+minimum, or -1 when a key is NaN (``gp`` does it in one compiled loop).
 """
 
 from __future__ import annotations

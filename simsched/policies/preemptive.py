@@ -29,8 +29,10 @@ once on other free GPUs (a migration). Finished work is kept; the engine adds
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from operator import itemgetter
 
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
@@ -148,11 +150,16 @@ class PreemptiveScheduler:
         lowest priority first until the job fits, then any that turn out unneeded are
         dropped (highest priority first). None when even all candidates do not make room.
         """
-        per_worker = option.per_worker
         members = set(group)
         candidates = [r for r in running
                       if keys[r.job_id][0] > key[0] and r.job_id not in preempted
                       and r.running_nodes[0] in members]
+        return PreemptiveScheduler._fewest(candidates, option.per_worker, workers, group, shares, free)
+
+    @staticmethod
+    def _fewest(candidates: list[JobView], per_worker: int, workers: int, group: tuple[int, ...],
+                shares: dict[str, int], free: list[int]) -> list[JobView] | None:
+        """The victims among ``candidates`` (lowest priority first) that :meth:`_victims` takes."""
         if not candidates:
             return None
         scratch = list(free)
@@ -186,8 +193,37 @@ def srsf_remaining(job: JobView, view: SchedulerView) -> float:
     return view.remaining_time(job) * job.gpus
 
 
+def _lower_bound(t: float) -> float:
+    """A time safely at or before ``t``: float rounding in the exact tests moves a crossing by far less."""
+    return t - (1e-7 * abs(t) + 1e-3)
+
+
 class LasScheduler(PreemptiveScheduler):
-    """Tiresias discretised 2D-LAS: queues by attained GPU-service, FIFO inside a queue."""
+    """Tiresias discretised 2D-LAS: queues by attained GPU-service, FIFO inside a queue.
+
+    The decision is :meth:`PreemptiveScheduler.decide`'s walk (kept as
+    :class:`LasEveryRound`, the reference), made cheap on deep queues with exactly
+    the same starts and preemptions (``tests/test_las_fast.py``):
+
+    * a queued job's key (level, submit, index) changes only when it is promoted,
+      so queued jobs stay between decisions in buckets of one signature (cluster,
+      options, workers), each in key order, and the walk merges the buckets'
+      heads. A job that cannot start even by preempting every lower-priority job
+      fails, and so does every later job of its bucket (their keys are no
+      smaller, so their candidate victims are fewer, and the free GPUs plus those
+      of candidate victims only shrink along the walk): the bucket leaves the
+      walk. A decision costs about (signatures + starts + preemptions) x log,
+      plus the running jobs, not the queue length;
+    * starvation promotions come from a heap of each waiting job's promotion
+      time instead of a pass over the queue;
+    * :meth:`quiet_until` tells the engine, after a decision that changed
+      nothing, the earliest time a running job can cross a threshold or a queued
+      job can be promoted; until then (and until the next arrival or finish) a
+      periodic round would decide the same nothing, so the engine counts it
+      without running it (simsched/engine.py, ``skipping_rounds``).
+
+    With a planning allocation (MCT) every decision uses the reference walk.
+    """
 
     def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True,
                  interval_s: float | None = None,
@@ -199,6 +235,13 @@ class LasScheduler(PreemptiveScheduler):
         self.starvation_factor = starvation_factor
         self._service_at_promotion: dict[str, float] = {}
         self.promotions = 0
+        self._plans = type(allocation).prepare is not Allocation.prepare
+        self._buckets: dict[tuple, tuple[list[Key], list[JobView]]] = {}  # signature -> keys, jobs in key order
+        self._queued: dict[str, tuple[tuple, Key]] = {}  # queued job id -> (signature, key)
+        self._promote_at: list[tuple[float, int, JobView]] = []  # (promotion time lower bound, queue_seq, job)
+        self._last_seq = -1
+        self._run_levels: dict[str, tuple] = {}  # running job -> (run_start, attained, level, next change)
+        self._quiet: tuple[float, float] = (math.nan, math.inf)  # (decision time, first running-level change)
 
     def attained(self, job: JobView, view: SchedulerView) -> float:
         """GPU-seconds received so far, counting the current run of a running job."""
@@ -212,19 +255,208 @@ class LasScheduler(PreemptiveScheduler):
         since = self.attained(job, view) - self._service_at_promotion.get(job.job_id, 0.0)
         return bisect_right(self.thresholds, since)
 
+    def _starving(self, job: JobView, view: SchedulerView) -> bool:
+        """Whether a queued job is promoted back to queue 0 at a decision now."""
+        if job.attained_service <= 0 or self.level(job, view) == 0:
+            return False
+        executed = job.attained_service / job.gpus  # run seconds so far
+        return view.now - job.queued_since >= self.starvation_factor * executed
+
     def prepare(self, view: SchedulerView) -> None:
         if self.starvation_factor <= 0:
             return
         for job in view.queue:
-            if job.attained_service <= 0 or self.level(job, view) == 0:
-                continue
-            executed = job.attained_service / job.gpus  # run seconds so far
-            if view.now - job.queued_since >= self.starvation_factor * executed:
+            if self._starving(job, view):
                 self._service_at_promotion[job.job_id] = job.attained_service
                 self.promotions += 1
 
     def priority(self, job: JobView, view: SchedulerView) -> float:
         return float(self.level(job, view))
+
+    # -- the incremental decision ------------------------------------------------------
+    def _add(self, job: JobView, view: SchedulerView, signature: tuple) -> None:
+        key = (float(self.level(job, view)), job.submit, job.index)
+        bucket = self._buckets.get(signature)
+        if bucket is None:
+            bucket = self._buckets[signature] = ([], [])
+        i = bisect_left(bucket[0], key)
+        bucket[0].insert(i, key)
+        bucket[1].insert(i, job)
+        self._queued[job.job_id] = (signature, key)
+        if self.starvation_factor > 0 and key[0] > 0 and job.attained_service > 0:
+            due = job.queued_since + self.starvation_factor * (job.attained_service / job.gpus)
+            heapq.heappush(self._promote_at, (_lower_bound(due), job.queue_seq, job))
+
+    def _remove(self, job_id: str) -> tuple:
+        signature, key = self._queued.pop(job_id)
+        keys, jobs = self._buckets[signature]
+        i = bisect_left(keys, key)
+        del keys[i]
+        del jobs[i]
+        if not keys:
+            del self._buckets[signature]
+        return signature
+
+    def _sync(self, view: SchedulerView) -> None:
+        """Take in the jobs that (re-)entered the queue; promote the starving ones."""
+        newcomers = view.queued_after(self._last_seq)
+        if newcomers:
+            self._last_seq = newcomers[0].queue_seq
+        if len(self._queued) + len(newcomers) != view.queue_length:  # changed behind our back: rebuild
+            self._buckets, self._queued, self._promote_at = {}, {}, []
+            newcomers = list(view.queue)
+        # the reference walk first meets a newcomer's allocation in key order
+        newcomers.sort(key=lambda j: (self.level(j, view), j.submit, j.index))
+        for job in newcomers:
+            self._add(job, view, (self.allocation.cluster_for(job, view), id(job.options), job.workers))
+        heap, now, later = self._promote_at, view.now, []
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            job = entry[2]
+            if job.job_id not in self._queued or job.queue_seq != entry[1]:
+                continue  # started since, or an older spell in the queue
+            if self._starving(job, view):
+                signature = self._remove(job.job_id)
+                self._service_at_promotion[job.job_id] = job.attained_service
+                self.promotions += 1
+                self._add(job, view, signature)
+            else:
+                later.append(entry)
+        for entry in later:  # the bound was early: look again at the next decision
+            heapq.heappush(heap, entry)
+
+    def decide(self, view: SchedulerView) -> Decision:
+        if self._plans:
+            return super().decide(view)
+        self._sync(view)
+        now = view.now
+        keys: dict[str, Key] = {}
+        # a running job's level, kept while its run lasts until (a bound on) its next threshold crossing
+        cached, levels, soonest = self._run_levels, {}, math.inf
+        shares: dict[str, int] = {}
+        ordered = []
+        for job in view.running:
+            job_id = job.job_id
+            entry = cached.get(job_id)
+            if entry is None or entry[0] != job.run_start or entry[1] != job.attained_service or now >= entry[3]:
+                entry = (job.run_start, job.attained_service, *self._level_and_next(job, view))
+            levels[job_id] = entry
+            if entry[3] < soonest:
+                soonest = entry[3]
+            key = keys[job_id] = (float(entry[2]), job.submit, job.index)
+            shares[job_id] = job.run_share
+            ordered.append((key, job))
+        self._run_levels = levels
+        self._quiet = (now, soonest)
+        # running jobs per node group, lowest priority (largest key) first: the victim order
+        node_cluster, node_type = view.fleet.node_cluster, view.fleet.node_type
+        ranked: dict[tuple, list[JobView]] = {}
+        ordered.sort(key=itemgetter(0), reverse=True)
+        for _, job in ordered:
+            first = job.running_nodes[0]
+            group_key = (node_cluster[first], node_type[first])
+            members = ranked.get(group_key)
+            if members is None:
+                ranked[group_key] = [job]
+            else:
+                members.append(job)
+        free = list(view.free)
+        # (key, bucket order or -1 for a preempted job back in the walk, signature or job, position)
+        heap: list = [(bucket[0][0], n, signature, 0) for n, (signature, bucket) in enumerate(self._buckets.items())]
+        heapq.heapify(heap)
+        preempted: dict[str, None] = {}
+        starts: list[Start] = []
+        started: list[str] = []
+        blocked: set[int] = set()
+        hopeless: set[tuple] = set()
+        no_fit: set[tuple] = set()  # shapes that did not fit in the free GPUs, while free only shrinks
+        groups = view.fleet.groups
+        clusters = len(view.fleet.cluster_names)
+        while heap:
+            key, order, item, position = heapq.heappop(heap)
+            if order < 0:
+                job = item
+                cluster = self.allocation.cluster_for(job, view)
+            else:
+                job = self._buckets[item][1][position]
+                cluster = item[0]
+            if cluster in blocked:
+                continue  # so are the bucket's later jobs
+            nodes = place_job(job, cluster, groups, self.placement, free, no_fit, skip=blocked)
+            if nodes is None:
+                for option in job.options:
+                    if option.cluster != cluster if cluster is not None else option.cluster in blocked:
+                        continue
+                    shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
+                    if shape in hopeless:
+                        continue
+                    candidates = []  # what _victims takes: strictly lower priority, on the group
+                    for r in ranked.get((option.cluster, option.gpu_type), ()):
+                        if keys[r.job_id][0] <= key[0]:
+                            break
+                        if r.job_id not in preempted:
+                            candidates.append(r)
+                    group = groups[option.cluster, option.gpu_type]
+                    victims = self._fewest(candidates, option.per_worker, job.workers, group, shares, free)
+                    if victims is None:
+                        hopeless.add(shape)
+                        continue
+                    for victim in victims:
+                        preempted[victim.job_id] = None
+                        for n in victim.running_nodes:
+                            free[n] += shares[victim.job_id]
+                    no_fit = set()  # free grew
+                    nodes = self.placement(group, option.per_worker, job.workers, free)
+                    if nodes is None:  # a placement that fails with free slots breaks the contract
+                        raise AssertionError(f"placement refused job {job.job_id} although it fits")
+                    for victim in victims:  # back into the walk: it may restart on other free GPUs
+                        heapq.heappush(heap, (keys[victim.job_id], -1, victim, 0))
+                    break
+            if nodes is None:  # the bucket's later jobs fail too: it leaves the walk
+                if not self.backfill:
+                    blocked.update(range(clusters) if cluster is None else (cluster,))
+                continue
+            starts.append(Start(job.job_id, nodes))
+            if order >= 0:
+                started.append(job.job_id)
+                keys_of = self._buckets[item][0]
+                if position + 1 < len(keys_of):
+                    heapq.heappush(heap, (keys_of[position + 1], order, item, position + 1))
+        for job_id in started:
+            self._remove(job_id)
+        return Decision(tuple(starts), tuple(preempted))
+
+    def quiet_until(self, view: SchedulerView) -> float:
+        """After a decision that started and preempted nothing: a time at or before the first at
+        which a decision could do something without an arrival or a finish first (a running job
+        reaching its next threshold, a queued job's promotion). ``view.now`` when unknown."""
+        if self._plans:
+            return view.now
+        if self._quiet[0] == view.now:  # the decision just made saw the same running jobs
+            soonest = self._quiet[1]
+        else:
+            soonest = min((self._level_and_next(job, view)[1] for job in view.running), default=math.inf)
+        if self._promote_at:
+            soonest = min(soonest, self._promote_at[0][0])
+        return soonest
+
+    def _level_and_next(self, job: JobView, view: SchedulerView) -> tuple[int, float]:
+        """A running job's level now, and a time at or before its next threshold crossing (inf: none)."""
+        base = self._service_at_promotion.get(job.job_id, 0.0)
+        level = bisect_right(self.thresholds, self.attained(job, view) - base)
+        if level == len(self.thresholds):
+            return level, math.inf
+        return level, _lower_bound(job.run_start + (self.thresholds[level] + base - job.attained_service) / job.gpus)
+
+
+class LasEveryRound(LasScheduler):
+    """The reference ``las``: every key and the whole queue at every decision, and a decision
+    every ``interval_s`` (the engine runs every round). Tests compare :class:`LasScheduler` to it."""
+
+    quiet_until = None  # type: ignore[assignment]
+
+    def decide(self, view: SchedulerView) -> Decision:
+        return PreemptiveScheduler.decide(self, view)
 
 
 def build_srtf(options, **common) -> PreemptiveScheduler:

@@ -118,13 +118,15 @@ class ColumnBucket:
     the decision, and the row is removed at its end.
     """
 
-    __slots__ = ("signature", "cluster", "columns", "jobs", "order", "size", "keys", "taken", "_head", "_key")
+    __slots__ = ("signature", "cluster", "columns", "jobs", "order", "size", "keys", "taken", "_head", "_key",
+                 "_out")
 
     def __init__(self, signature: tuple, ordering) -> None:
         self._key = getattr(ordering, "key", None)  # fills a "key" column (a key fixed while a job waits)
         self.signature = signature
         self.cluster = signature[0]
         self.columns = {name: np.empty(16) for name in ordering.columns}
+        self._out = np.empty(16)  # the keys of one decision (``vector_min`` writes them here)
         self.jobs: list[JobView] = []
         self.order: list[tuple[float, int]] = []  # (submit, index) per row, ascending
         self.keys: np.ndarray | None = None
@@ -144,6 +146,8 @@ class ColumnBucket:
             if i < n:
                 column[i + 1:n + 1] = column[i:n]
             column[i] = self._key(job, view) if name == "key" else getattr(job, name)
+        if n == len(self._out):
+            self._out = np.empty(2 * n)
         self.order.insert(i, at)
         self.jobs.insert(i, job)
 
@@ -158,13 +162,20 @@ class ColumnBucket:
     def begin(self, ordering, now: float) -> bool:
         """Evaluate every row's key now; False when a key is NaN (no total order to merge)."""
         n = len(self.jobs)
-        keys = np.array(ordering.vector({k: c[:n] for k, c in self.columns.items()}, now), dtype=np.float64)
         self.taken = []
-        self.keys = keys
-        i = int(keys.argmin())  # a NaN is the minimum of argmin
-        if keys[i] != keys[i]:
+        vector_min = getattr(ordering, "vector_min", None)
+        if vector_min is not None:
+            i = vector_min(self.columns, n, now, self._out)
+            keys = self._out[:n]
+        else:
+            keys = np.array(ordering.vector({k: c[:n] for k, c in self.columns.items()}, now), dtype=np.float64)
+            i = int(keys.argmin())  # a NaN is the minimum of argmin
+            if keys[i] != keys[i]:
+                i = -1
+        if i < 0:
             self.keys = None
             return False
+        self.keys = keys
         self._head = i
         return True
 
@@ -187,8 +198,18 @@ class ColumnBucket:
         self._head = -1
 
     def end(self) -> None:
-        for i in sorted(self.taken, reverse=True):
-            self.remove_row(i)
+        taken = self.taken
+        if len(taken) == 1:
+            self.remove_row(taken[0])
+        elif taken:  # one compaction of the columns instead of a shift per started row
+            n = len(self.jobs)
+            keep = np.ones(n, dtype=bool)
+            keep[taken] = False
+            for column in self.columns.values():
+                column[:n - len(taken)] = column[:n][keep]
+            for i in sorted(taken, reverse=True):
+                del self.order[i]
+                del self.jobs[i]
         self.taken = []
         self.keys = None
 

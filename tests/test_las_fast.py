@@ -1,0 +1,99 @@
+"""The fast ``las`` (bucketed walk, promotion heap, skipped rounds) against the reference, event for event.
+
+:class:`~simsched.policies.preemptive.LasEveryRound` is ``las`` as first written:
+every key and the whole queue at every decision, and the engine runs a decision
+at every ``interval_s`` round. :class:`~simsched.policies.preemptive.LasScheduler`
+must give the same event log, the same decision count and the same end time on
+random heterogeneous two-cluster workloads, for every placement, allocation,
+backfill setting, thresholds, starvation factor and round interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsched.engine import Engine, EngineConfig
+from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+from simsched.policies import PLACEMENTS
+from simsched.policies.allocation import ALLOCATIONS
+from simsched.policies.preemptive import LasEveryRound, LasScheduler
+
+FLEET = Fleet((ClusterSpec("a", (NodeGroup(2, 8, "V100"), NodeGroup(2, 4, "T4"))),
+               ClusterSpec("b", (NodeGroup(1, 8, "A100"), NodeGroup(2, 8, "V100")))), builtin_gpu_types())
+SMALL = Fleet((ClusterSpec("c", (NodeGroup(2, 2, "V100"),)),), builtin_gpu_types())
+
+
+def workload(seed: int, count: int, gap: float) -> list[JobSpec]:
+    rng = np.random.default_rng(seed)
+    jobs, t = [], 0.0
+    for i in range(count):
+        t += float(np.floor(rng.exponential(gap)))  # whole seconds: arrivals often fall on round times
+        gpus = float(rng.choice([0.5, 1, 1, 2, 4, 8, 16]))
+        gpu_type = rng.choice(["", "V100", "T4", "A100"])
+        duration = float(rng.choice([0, 5, 60, 300, 900, rng.integers(1, 4000)]))
+        home = str(rng.choice(["a", "b", ""])) or None
+        jobs.append(JobSpec(f"j{i}", t, duration, gpus, 1 if gpus <= 8 else 2, 1, None, home,
+                            str(gpu_type) or None))
+    return jobs
+
+
+def run(cls, fleet, jobs, *, placement: str, allocation: str, backfill: bool, interval: float,
+        thresholds: tuple[float, ...], factor: float, penalty: float, seed: int) -> tuple:
+    scheduler = cls(PLACEMENTS[placement](), ALLOCATIONS[allocation](np.random.default_rng(seed)), backfill,
+                    interval, thresholds, factor)
+    engine = Engine(fleet, jobs, scheduler, EngineConfig(heterogeneous=True, restart_penalty_s=penalty))
+    engine.run()
+    return engine.events, engine.decisions, engine.env.now, scheduler.promotions
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), count=st.integers(1, 70), gap=st.sampled_from([5.0, 30.0, 120.0]),
+       placement=st.sampled_from(sorted(PLACEMENTS)), allocation=st.sampled_from(sorted(ALLOCATIONS)),
+       backfill=st.booleans(), interval=st.sampled_from([5.0, 10.0, 60.0, 7.5, 0.1 * 73]),
+       thresholds=st.sampled_from([(3600.0, 36000.0), (50.0,), (20.0, 200.0, 2000.0), (0.5, 1.0)]),
+       factor=st.sampled_from([0.0, 0.5, 1.0, 2.0]), penalty=st.sampled_from([0.0, 3.0]), small=st.booleans())
+def test_fast_las_equals_the_every_round_reference(seed, count, gap, placement, allocation, backfill, interval,
+                                                   thresholds, factor, penalty, small):
+    fleet = SMALL if small else FLEET
+    jobs = workload(seed, count, gap)
+    if small:  # one cluster, 1-2 GPU jobs: deep queues, many preemptions
+        jobs = [JobSpec(j.job_id, j.submit, j.duration, min(j.gpus, 2.0), 1) for j in jobs]
+    options = dict(placement=placement, allocation=allocation, backfill=backfill, interval=interval,
+                   thresholds=thresholds, factor=factor, penalty=penalty, seed=seed)
+    assert run(LasScheduler, fleet, jobs, **options) == run(LasEveryRound, fleet, jobs, **options)
+
+
+class CountingLas(LasScheduler):
+    calls = 0
+
+    def decide(self, view):
+        CountingLas.calls += 1
+        return super().decide(view)
+
+
+def test_rounds_are_skipped_but_counted():
+    """One 1-GPU job of 1,000 s, threshold 100 GPU-s, rounds every 10 s. The reference decides at
+    0 and at the rounds 10 ... 990 (at 1,000 the job is done: the round ends the rounds); the fast
+    one runs the decision at 0, the round at 10 (planned before any decision), the round at 100
+    (the threshold crossing) and counts the other rounds as decisions."""
+    jobs = [JobSpec("a", 0.0, 1000.0, 1.0, 1)]
+    options = dict(placement="best_fit", allocation="home", backfill=True, interval=10.0, thresholds=(100.0,),
+                   factor=2.0, penalty=0.0, seed=0)
+    CountingLas.calls = 0
+    fast = run(CountingLas, SMALL, jobs, **options)
+    reference = run(LasEveryRound, SMALL, jobs, **options)
+    assert fast == reference
+    assert reference[1] == 1 + 99 and reference[2] == 1000.0
+    assert CountingLas.calls == 3
+
+
+def test_last_arrival_on_a_round_with_nothing_running_ends_rounds_as_the_reference():
+    """A round and the last arrival at the same time with nothing running: the rounds end there
+    exactly when SimPy fires the arrival first, as in the reference."""
+    for submits in ([0.0, 20.0], [0.0, 15.0, 20.0], [10.0, 20.0], [5.0, 30.0], [60.0], [0.0, 10.0, 20.0]):
+        jobs = [JobSpec(f"j{i}", t, 4.0, 1.0, 1) for i, t in enumerate(submits)]
+        options = dict(placement="best_fit", allocation="home", backfill=True, interval=10.0,
+                       thresholds=(100.0,), factor=2.0, penalty=0.0, seed=0)
+        assert run(LasScheduler, SMALL, jobs, **options) == run(LasEveryRound, SMALL, jobs, **options), submits
