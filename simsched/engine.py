@@ -473,9 +473,10 @@ class Engine:
         """Each job's arrival time as :func:`arrival_feeder` produces it (sorted)."""
         if self._arrivals is None:
             now, times = 0.0, []
-            for job in sorted(self.jobs, key=lambda j: (j.submit, j.index)):
-                if job.submit > now:
-                    now = now + (job.submit - now)
+            submit = self.jobs.submit  # from the columns: no record per job
+            for at in submit[np.argsort(submit, kind="stable")].tolist():  # by (submit, index)
+                if at > now:
+                    now = now + (at - now)
                 times.append(now)
             self._arrivals = times
         return self._arrivals
