@@ -7,9 +7,13 @@ exponential durations) at an offered load below 1, so the backlog stays
 bounded and every job count sees the same queue depths. Each job count runs
 in a fresh subprocess (fifo + best_fit + backfill): the workload is built,
 then the engine is built and run (timed together), then the per-job table
-(``jobs_frame``) is made as ``simsched.run`` would. The figures are the
-seconds per 1,000 jobs of the timed part and the peak resident set size of the
-whole subprocess (``ru_maxrss``, inputs included). With ``--extrapolate-to N``
+(``jobs_frame``) is made as ``simsched.run`` would. The engine keeps columns,
+not the specs, so the specs are dropped once it is built, as ``simsched.run``
+drops them. The figures are the seconds per 1,000 jobs of the timed part, the
+user CPU seconds of the same part (less sensitive than wall time to other
+processes on a shared machine), the load average, and the peak resident set
+size of the whole subprocess (``ru_maxrss``, inputs included; the peak after
+building the input is reported beside it). With ``--extrapolate-to N``
 the figures are extrapolated linearly to N jobs (time per job of the largest
 run; memory from the growth per job between the two largest runs), and the
 output says so.
