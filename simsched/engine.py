@@ -28,7 +28,7 @@ import math
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -191,7 +191,7 @@ def job_lifecycle(env: simpy.Environment, engine: Engine, job: JobRecord, run_ti
     engine.finish(job)
 
 
-def arrival_feeder(env: simpy.Environment, engine: Engine, submit, chunk: int = 4096):
+def arrival_feeder(env: simpy.Environment, engine: Engine, submit: np.ndarray, chunk: int = 4096):
     """Releases jobs at their submit times, in input order within one timestamp.
 
     ``submit`` is the numpy column of submit times; the order is made a chunk at a time.
@@ -330,7 +330,7 @@ class Engine:
 
     # -- setup ---------------------------------------------------------------
     @property
-    def by_id(self):
+    def by_id(self) -> Mapping[str, JobRecord]:
         """job id -> record, for any job (see :class:`JobStore`)."""
         return self.jobs.by_id
 
