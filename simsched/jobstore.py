@@ -148,6 +148,25 @@ class JobStore(Sequence[JobRecord]):
         self.live: dict[int, JobRecord] = {}  # jobs in play (and pending ones someone asked for)
         self._retired = np.zeros(n, bool)
         self._by_id: _ById | None = None
+        self._views()
+
+    def _views(self) -> None:
+        # memoryviews of the columns: a Python float/int per item read or write, about 2x faster
+        # than numpy scalar indexing, which the engine does ~30 times per job
+        self._in = tuple(memoryview(c) for c in (self.submit, self.duration, self.gpus, self.workers,
+                                                 self.weight, self.deadline, self.home, self.option_set))
+        self._out = tuple(memoryview(c) for c in (
+            self.status, self.first_start, self.end, self.wait_so_far, self.gpu_seconds, self.attained_service,
+            self.remaining_work, self.queued_since, self.run_start, self.run_speed, self.run_penalty,
+            self.run_share, self.preemptions, self.queue_seq, self.flags, self.gpu_type, self.path, self.reason,
+            self._retired))
+
+    def __getstate__(self) -> dict:  # memoryviews do not pickle; they are remade from the columns
+        return {k: v for k, v in self.__dict__.items() if k not in ("_in", "_out")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._views()
 
     # -- records ---------------------------------------------------------------
     def record(self, i: int) -> JobRecord:
@@ -156,38 +175,42 @@ class JobStore(Sequence[JobRecord]):
         if job is None:
             if self._retired[i]:
                 return self._rebuilt(i)
-            deadline = float(self.deadline[i])
-            home = int(self.home[i])
+            submit, duration, gpus, workers, weight, deadline, home, option_set = self._in
+            deadline = deadline[i]
+            home = home[i]
             job = self.live[i] = JobRecord(
-                self.job_ids[i], i, float(self.submit[i]), float(self.duration[i]), float(self.gpus[i]),
-                int(self.workers[i]), int(self.weight[i]), None if deadline != deadline else deadline,
-                None if home < 0 else home, self.option_sets[self.option_set[i]])
+                self.job_ids[i], i, submit[i], duration[i], gpus[i], workers[i], weight[i],
+                None if deadline != deadline else deadline, None if home < 0 else home,
+                self.option_sets[option_set[i]])
         return job
 
     def retire(self, job: JobRecord) -> None:
         """Copy a job's final fields into the columns and drop its record (it left play for good)."""
         i = job.index
-        self.status[i] = _STATUS_CODE[job.status]
-        self.first_start[i] = job.first_start
-        self.end[i] = job.end
-        self.wait_so_far[i] = job.wait_so_far
-        self.gpu_seconds[i] = job.gpu_seconds
-        self.attained_service[i] = job.attained_service
-        self.remaining_work[i] = job.remaining_work
-        self.queued_since[i] = job.queued_since
-        self.run_start[i] = job.run_start
-        self.run_speed[i] = job.run_speed
-        self.run_penalty[i] = job.run_penalty
-        self.run_share[i] = job.run_share
-        self.preemptions[i] = job.preemptions
-        self.queue_seq[i] = job.queue_seq
-        self.flags[i] = ((_INT_FIRST_START if type(job.first_start) is int else 0)
-                         | (_INT_RUN_START if type(job.run_start) is int else 0)
-                         | (_INT_QUEUED_SINCE if type(job.queued_since) is int else 0))
-        self.gpu_type[i] = self.gpu_types.code(job.gpu_type_used)
-        self.path[i] = self.paths.code(tuple(job.clusters))
-        self.reason[i] = self.reasons.code(job.reason)
-        self._retired[i] = True
+        (status, first_start, end, wait_so_far, gpu_seconds, attained_service, remaining_work, queued_since,
+         run_start, run_speed, run_penalty, run_share, preemptions, queue_seq, flags, gpu_type, path, reason,
+         retired) = self._out
+        status[i] = _STATUS_CODE[job.status]
+        first_start[i] = job.first_start
+        end[i] = job.end
+        wait_so_far[i] = job.wait_so_far
+        gpu_seconds[i] = job.gpu_seconds
+        attained_service[i] = job.attained_service
+        remaining_work[i] = job.remaining_work
+        queued_since[i] = job.queued_since
+        run_start[i] = job.run_start
+        run_speed[i] = job.run_speed
+        run_penalty[i] = job.run_penalty
+        run_share[i] = job.run_share
+        preemptions[i] = job.preemptions
+        queue_seq[i] = job.queue_seq
+        flags[i] = ((_INT_FIRST_START if type(job.first_start) is int else 0)
+                    | (_INT_RUN_START if type(job.run_start) is int else 0)
+                    | (_INT_QUEUED_SINCE if type(job.queued_since) is int else 0))
+        gpu_type[i] = self.gpu_types.code(job.gpu_type_used)
+        path[i] = self.paths.code(tuple(job.clusters))
+        reason[i] = self.reasons.code(job.reason)
+        retired[i] = True
         del self.live[i]
 
     def _rebuilt(self, i: int) -> JobRecord:

@@ -258,3 +258,19 @@ def test_tables_of_a_run_where_no_job_ever_runs():
     pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
     pd.testing.assert_frame_equal(columnar.spells, by_records.spells)
     pd.testing.assert_frame_equal(columnar.jobs, by_records.jobs)
+
+
+def test_a_store_pickles_and_its_copy_works():
+    """Records in play hold SimPy processes, so a store pickles before or after a run."""
+    import pickle
+
+    _, engine = engines()[0]
+    before = pickle.loads(pickle.dumps(engine.jobs))
+    job = before.record(3)
+    assert same(fields(job), fields(engine.jobs[3]))
+    job.status, job.end, job.reason = "unscheduled", 12.5, "test"
+    before.retire(job)  # the remade views write into the copy's columns
+    assert before[3].status == "unscheduled" and before[3].reason == "test" and engine.jobs[3].status == "pending"
+    assert engine.run()
+    after = pickle.loads(pickle.dumps(engine.jobs))
+    assert all(same(fields(a), fields(b)) for a, b in zip(after, engine.jobs))
