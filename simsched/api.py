@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -16,8 +16,10 @@ import simpy
 
 import simsched
 from simsched import atomic, interrupts, limits, outputs
-from simsched.engine import Engine, EngineConfig, Progress
+from simsched.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.errors import DecisionError
+from simsched.eventlog import EventLog
+from simsched.jobstore import JobStore
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
@@ -33,22 +35,32 @@ class RunResult:
     """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
     nodes, and the run spells and timeline derived from the event log (columns: docs/outputs.md).
 
-    The spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on first use, so a
+    The events table, the spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on
+    first use (the events from the engine's compact :class:`~simsched.eventlog.EventLog`), so a
     caller that needs only the summary (GP learning, compare) does not pay for them.
     """
 
-    def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame, summary: dict | None = None,
-                 nodes: pd.DataFrame | None = None, options: dict[str, tuple] | None = None,
+    def __init__(self, jobs: pd.DataFrame, events: pd.DataFrame | EventLog, summary: dict | None = None,
+                 nodes: pd.DataFrame | None = None, options: Mapping[str, tuple] | None = None,
                  cluster_names: tuple[str, ...] = ()) -> None:
         self._jobs = jobs
-        self.events = events
+        self._log = events if isinstance(events, EventLog) else None
+        self._events = None if self._log is not None else events
         self.summary = summary if summary is not None else {}
         self.nodes = nodes if nodes is not None else pd.DataFrame(columns=list(outputs.NODE_COLUMNS))
         self._options = options or {}
         self._cluster_names = cluster_names
         self._spells: pd.DataFrame | None = None
+        self._spell_jobs: numpy.ndarray | None = None  # job index per spell, when built from the log
         self._timeline: pd.DataFrame | None = None
         self._jobs_filled = False
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The event log (events.csv): time, event, job_id, detail."""
+        if self._events is None:
+            self._events = self._log.frame()
+        return self._events
 
     @property
     def spells(self) -> pd.DataFrame:
@@ -62,7 +74,11 @@ class RunResult:
                         return option.per_worker
                 raise AssertionError(f"job {job_id!r} ran on {cluster}/{gpu_type}, none of its options")
 
-            self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
+            if self._log is not None and isinstance(self._options, JobOptions):
+                self._spells, self._spell_jobs = outputs.spells_from_log(self._log, self.nodes,
+                                                                         self._options.shares)
+            else:
+                self._spells = outputs.spells_frame(self.events, self.nodes, share_of)
         return self._spells
 
     @property
@@ -71,7 +87,11 @@ class RunResult:
         if not self._jobs_filled:
             self._jobs_filled = True
             if self._options:
-                nodes, runs = outputs.job_spell_columns(self._jobs["job_id"].tolist(), self.spells)
+                spells = self.spells
+                if self._spell_jobs is not None:  # jobs are in job-index order
+                    nodes, runs = outputs.job_spell_columns_by_index(len(self._jobs), spells, self._spell_jobs)
+                else:
+                    nodes, runs = outputs.job_spell_columns(self._jobs["job_id"].tolist(), spells)
                 self._jobs["nodes"] = nodes
                 self._jobs["runs"] = runs
         return self._jobs
@@ -80,7 +100,8 @@ class RunResult:
     def timeline(self) -> pd.DataFrame:
         """Busy milli-GPUs, running and queued jobs after every change."""
         if self._timeline is None:
-            self._timeline = outputs.timeline_frame(self.events, self.spells)
+            events = self._log if self._events is None else self._events
+            self._timeline = outputs.timeline_frame(events, self.spells)
         return self._timeline
 
     @property
@@ -99,6 +120,9 @@ class RunResult:
             out.mkdir(parents=True, exist_ok=True)
             atomic.mark_partial(out, "writing: the files here may be from an earlier run")
             for name in ("jobs", "events", "nodes", "spells", "timeline"):
+                if name == "events" and self._events is None:  # straight from the engine's log
+                    atomic.write_with(out / "events.csv", self._log.write_csv)
+                    continue
                 frame = getattr(self, name)
                 atomic.write_with(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
             atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
@@ -218,7 +242,6 @@ def _check_rounds(scenario: Scenario, fleet: Fleet, specs, interval: float | Non
 def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, wall_s: float,
             policy_label: str | None = None) -> RunResult:
     names = engine.fleet.cluster_names
-    events = pd.DataFrame(engine.events, columns=["time", "event", "job_id", "detail"])
     state = engine.fleet_state
     nodes = outputs.nodes_frame(state.node_cluster, state.node_type, state.node_capacity, names)
     jobs = jobs_frame(engine.jobs, names)  # nodes/runs are filled from the spells on first use
@@ -245,4 +268,45 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "simpy": simpy.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
                      "networkx": metadata.version("networkx")},  # without importing it
     })
-    return RunResult(jobs, events, summary, nodes, {job.job_id: job.options for job in engine.jobs}, names)
+    return RunResult(jobs, engine.events, summary, nodes, JobOptions(engine.jobs, engine.fleet_state), names)
+
+
+class JobOptions(Mapping):
+    """job id -> the job's placement options, from the engine's job store (the id index is
+    built on first use, and only the option-set codes are kept, not the store)."""
+
+    def __init__(self, store: JobStore, fleet: FleetState) -> None:
+        self._ids = store.job_ids
+        self._codes = store.option_set
+        self._sets = store.option_sets
+        self._node_cluster = fleet.node_cluster
+        self._node_type = fleet.node_type
+        self._index: dict[str, int] | None = None
+
+    def shares(self, jobs: numpy.ndarray, nodes: numpy.ndarray) -> numpy.ndarray:
+        """Milli-GPUs per worker of each job number in ``jobs`` on the cluster and GPU type of the
+        node beside it (one look-up per distinct option set and node)."""
+        pairs, inverse = numpy.unique(self._codes[jobs].astype(numpy.int64) * len(self._node_type) + nodes,
+                                      return_inverse=True)
+        per_pair = numpy.empty(len(pairs), numpy.int64)
+        for k, pair in enumerate(pairs.tolist()):
+            code, node = divmod(pair, len(self._node_type))
+            cluster, gpu_type = self._node_cluster[node], self._node_type[node]
+            for option in self._sets[code]:
+                if option.cluster == cluster and option.gpu_type == gpu_type:
+                    per_pair[k] = option.per_worker
+                    break
+            else:
+                raise AssertionError(f"a job with options {self._sets[code]} ran on node {node}, none of them")
+        return per_pair[inverse.reshape(-1)]
+
+    def __getitem__(self, job_id: str) -> tuple:
+        if self._index is None:
+            self._index = {job_id: i for i, job_id in enumerate(self._ids)}
+        return self._sets[self._codes[self._index[job_id]]]
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)

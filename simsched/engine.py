@@ -9,6 +9,12 @@ than at arrival saves one event per job (about 15% of run time) and changes
 no result. Each node's GPUs are a :class:`NodeGpus` container of milli-GPUs.
 One scheduler process waits for wake-ups and asks the policy for a decision.
 
+Memory: a job has a Python record only while it is in play (from its arrival
+until it finishes or is reported unscheduled); the jobs' inputs and final
+fields live in numpy columns (:class:`simsched.jobstore.JobStore`) and the
+event log in compact columns (:class:`simsched.eventlog.EventLog`), so a
+million-job run holds a few hundred bytes per job.
+
 Same-timestamp order (SPEC §3) comes from SimPy's (time, priority, id)
 event order: completions are scheduled URGENT, arrivals NORMAL, and the
 decision wake-up at :data:`DECISION_PRIORITY` (after both), at most once
@@ -22,24 +28,27 @@ import math
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from heapq import heappush
 
+import numpy as np
 import simpy
 from simpy.core import EmptySchedule
 from simpy.events import NORMAL, URGENT, Event
 
 from simsched.errors import DecisionError
+from simsched.eventlog import ARRIVE, FINISH, PREEMPT, START, EventLog
+from simsched.eventlog import UNSCHEDULED as UNSCHEDULED_EVENT
+from simsched.jobstore import DONE, PENDING, QUEUED, RUNNING, UNSCHEDULED, JobRecord, JobStore
 from simsched.model import MILLI, Fleet, JobSpec, speed_factor, to_milli, worker_share
 from simsched.policies.base import Decision, Option, Scheduler
 
+__all__ = ["DONE", "PENDING", "QUEUED", "RUNNING", "UNSCHEDULED", "Engine", "EngineConfig", "JobRecord", "View"]
+
 #: SimPy priority of the decision wake-up: after completions (URGENT=0) and arrivals (NORMAL=1).
 DECISION_PRIORITY = 2
-
-QUEUED, RUNNING, DONE, UNSCHEDULED, PENDING = "queued", "running", "done", "unscheduled", "pending"
-
 
 class Completion(Event):
     """A timeout that fires before same-time arrivals (URGENT priority)."""
@@ -72,52 +81,6 @@ class NodeGpus(simpy.Container):
         self._level += amount
         if self.get_queue:
             self._trigger_get(None)
-
-
-class JobRecord:
-    """Runtime state of one job. Policies read it (see ``JobView``); only the engine writes."""
-
-    __slots__ = (
-        "spec", "job_id", "index", "submit", "duration", "gpus", "workers", "weight", "deadline",
-        "home_cluster", "options", "remaining_work", "attained_service", "queued_since",
-        "wait_so_far", "running_nodes", "running_cluster", "run_start", "run_speed", "run_share",
-        "preemptions", "status", "first_start", "end", "clusters", "gpu_type_used",
-        "gpu_seconds", "wakeup", "process", "reason", "run_penalty", "queue_seq",
-    )  # fmt: skip
-
-    def __init__(self, spec: JobSpec, index: int, home_cluster: int | None, options: tuple[Option, ...]) -> None:
-        self.spec = spec
-        self.job_id = spec.job_id
-        self.index = index
-        self.submit = spec.submit
-        self.duration = spec.duration
-        self.gpus = spec.gpus
-        self.workers = spec.workers
-        self.weight = spec.weight
-        self.deadline = spec.deadline
-        self.home_cluster = home_cluster
-        self.options = options
-        self.remaining_work = spec.duration
-        self.attained_service = 0.0
-        self.queued_since = spec.submit
-        self.queue_seq = -1  # grows each time the job (re-)enters the queue
-        self.wait_so_far = 0.0
-        self.running_nodes: tuple[int, ...] = ()
-        self.running_cluster: int | None = None
-        self.run_start = math.nan
-        self.run_speed = 1.0
-        self.run_share = 0  # milli-GPUs per worker in the current run
-        self.run_penalty = 0.0
-        self.preemptions = 0
-        self.status = PENDING
-        self.first_start = math.nan
-        self.end = math.nan
-        self.clusters: list[int] = []
-        self.gpu_type_used: str | None = None
-        self.gpu_seconds = 0.0
-        self.wakeup: Event | None = None
-        self.process: simpy.Process | None = None
-        self.reason = ""
 
 
 @dataclass(frozen=True)
@@ -229,12 +192,19 @@ def job_lifecycle(env: simpy.Environment, engine: Engine, job: JobRecord, run_ti
     engine.finish(job)
 
 
-def arrival_feeder(env: simpy.Environment, engine: Engine, jobs: Sequence[JobRecord]):
-    """Releases jobs at their submit times, in input order within one timestamp."""
-    for job in jobs:
-        if job.submit > env.now:
-            yield env.timeout(job.submit - env.now)
-        engine.arrive(job)
+def arrival_feeder(env: simpy.Environment, engine: Engine, submit: np.ndarray, chunk: int = 4096):
+    """Releases jobs at their submit times, in input order within one timestamp.
+
+    ``submit`` is the numpy column of submit times; the order is made a chunk at a time.
+    """
+    order = np.argsort(submit, kind="stable")  # by (submit, index)
+    record = engine.jobs.record
+    for first in range(0, len(order), chunk):
+        indices = order[first:first + chunk]
+        for index, at in zip(indices.tolist(), submit[indices].tolist()):
+            if at > env.now:
+                yield env.timeout(at - env.now)
+            engine.arrive(record(index))
 
 
 def scheduler_loop(env: simpy.Environment, engine: Engine):
@@ -345,19 +315,18 @@ class Engine:
         self.free = list(capacity)  # mirrors the containers' levels for cheap reads
         self._options_by_shape: dict[tuple, tuple[Option, ...]] = {}
         with fewer_gc_passes():
-            self.jobs = [self._record(spec, i) for i, spec in enumerate(jobs)]
-        self.by_id = {job.job_id: job for job in self.jobs}
+            self.jobs = JobStore(jobs, self._home, self._options_for_spec)
         self.queue: dict[str, JobRecord] = {}  # insertion order = queue order
         self._queue_seq = -1
         self.running: dict[str, JobRecord] = {}
-        self.events: list[tuple[float, str, str, str]] = []
+        self.events = EventLog(self.jobs.job_ids)
         self.outstanding = len(self.jobs)
         self.arrivals_left = len(self.jobs)
         self.finished = 0
         self.decisions = 0
         self._wakeup: Event = self.env.event()
         self._wakeup_pending = False
-        self.env.process(arrival_feeder(self.env, self, sorted(self.jobs, key=lambda j: (j.submit, j.index))))
+        self.env.process(arrival_feeder(self.env, self, self.jobs.submit))
         self.env.process(scheduler_loop(self.env, self))
         interval = config.interval_s or getattr(scheduler, "interval_s", None)
         self._quiet = getattr(scheduler, "quiet_until", None)  # see skipping_rounds
@@ -370,36 +339,39 @@ class Engine:
             self.env.process(rounds(self.env, self, float(interval)))
 
     # -- setup ---------------------------------------------------------------
-    def _record(self, spec: JobSpec, index: int) -> JobRecord:
+    @property
+    def by_id(self) -> Mapping[str, JobRecord]:
+        """job id -> record, for any job (see :class:`JobStore`)."""
+        return self.jobs.by_id
+
+    def _home(self, spec: JobSpec) -> int | None:
         names = self.fleet_state.cluster_names
-        home = None
         if spec.home_cluster is not None and spec.home_cluster in names:
-            home = names.index(spec.home_cluster)
-        elif len(names) == 1:
-            home = 0
-        job = JobRecord(spec, index, home, ())
+            return names.index(spec.home_cluster)
+        return 0 if len(names) == 1 else None
+
+    def _options_for_spec(self, spec: JobSpec, home: int | None) -> tuple[Option, ...]:
         restrict = home if self.config.restrict_to_home else None
         shape = (spec.gpu_type, spec.gpus, spec.workers, spec.allowed_types, restrict)
         options = self._options_by_shape.get(shape)
         if options is None:
-            options = self._options_by_shape[shape] = self._options(job)
-        job.options = options
-        return job
+            options = self._options_by_shape[shape] = self._options(spec, home)
+        return options
 
-    def _options(self, job: JobRecord) -> tuple[Option, ...]:
+    def _options(self, spec: JobSpec, home: int | None) -> tuple[Option, ...]:
         """Every (cluster, type) where all workers fit on empty nodes; fastest type first."""
         types = self.fleet.gpu_types
-        ref = types.get(job.spec.gpu_type) if job.spec.gpu_type else None
+        ref = types.get(spec.gpu_type) if spec.gpu_type else None
         options = []
         for (cluster, type_name), nodes in self.fleet_state.groups.items():
-            if self.config.restrict_to_home and job.home_cluster is not None and cluster != job.home_cluster:
+            if self.config.restrict_to_home and home is not None and cluster != home:
                 continue
-            share = worker_share(job.spec, types[type_name], ref, self.config.heterogeneous)
+            share = worker_share(spec, types[type_name], ref, self.config.heterogeneous)
             if share is None:
                 continue
             per_worker = to_milli(share)
             slots = sum(self.fleet_state.node_capacity[n] // per_worker for n in nodes)
-            if slots >= job.workers:
+            if slots >= spec.workers:
                 options.append(Option(cluster, type_name, per_worker, speed_factor(types[type_name], ref)))
         options.sort(key=lambda o: (-o.speed, o.cluster))
         return tuple(options)
@@ -408,12 +380,13 @@ class Engine:
     def arrive(self, job: JobRecord) -> None:
         now = self.env.now
         self.arrivals_left -= 1
-        self.events.append((now, "arrive", job.job_id, ""))
+        self.events.add(now, ARRIVE, job.index)
         if not job.options:
             job.status = UNSCHEDULED
             job.reason = "fits no allowed node (too large or no allowed GPU type)"
-            self.events.append((now, "unscheduled", job.job_id, job.reason))
+            self.events.add(now, UNSCHEDULED_EVENT, job.index, reason=job.reason)
             self.outstanding -= 1
+            self.jobs.retire(job)
             return
         job.status = QUEUED
         job.queued_since = now
@@ -435,7 +408,8 @@ class Engine:
         del self.running[job.job_id]
         self.outstanding -= 1
         self.finished += 1
-        self.events.append((now, "finish", job.job_id, ""))
+        self.events.add(now, FINISH, job.index)
+        self.jobs.retire(job)  # its fields move to the columns; the record is dropped
         self.request_decision()
 
     def request_decision(self) -> None:
@@ -512,9 +486,10 @@ class Engine:
         """Each job's arrival time as :func:`arrival_feeder` produces it (sorted)."""
         if self._arrivals is None:
             now, times = 0.0, array("d")
-            for submit in sorted(job.submit for job in self.jobs):
-                if submit > now:
-                    now = now + (submit - now)
+            submit = self.jobs.submit  # from the columns: no record per job
+            for at in np.sort(submit).tolist():
+                if at > now:
+                    now = now + (at - now)
                 times.append(now)
             self._arrivals = times
         return self._arrivals
@@ -524,7 +499,7 @@ class Engine:
         if not isinstance(decision, Decision):
             raise DecisionError(f"scheduler returned {type(decision).__name__}, expected a Decision")
         for job_id in decision.preempts:
-            job = self.by_id.get(job_id)
+            job = self.running.get(job_id) if isinstance(job_id, str) else None
             if job is None or job.status != RUNNING:
                 raise DecisionError(f"cannot preempt job {job_id!r}: it is not running")
             self.preempt(job)
@@ -587,7 +562,7 @@ class Engine:
             job.clusters.append(option.cluster)
         job.gpu_type_used = option.gpu_type
         self.running[job.job_id] = job
-        self.events.append((now, "start", job.job_id, " ".join(map(str, nodes))))
+        self.events.add(now, START, job.index, nodes)
         run_time = penalty + job.remaining_work / option.speed
         if job.process is None:
             job.process = self.env.process(job_lifecycle(self.env, self, job, run_time))
@@ -606,7 +581,7 @@ class Engine:
         job.wakeup = self.env.event()
         job.process.interrupt("preempted")
         self._enqueue(job)
-        self.events.append((now, "preempt", job.job_id, ""))
+        self.events.add(now, PREEMPT, job.index)
 
     def _account_run(self, job: JobRecord, now: float) -> None:
         elapsed = now - job.run_start
@@ -634,7 +609,7 @@ class Engine:
         """
         env = self.env
         step = env.step
-        horizon = max((j.submit for j in self.jobs), default=0.0)
+        horizon = float(self.jobs.submit.max()) if len(self.jobs) else 0.0
         started = last = time.perf_counter()
         every = 20000 if progress is None else 16  # events between clock reads
         clock = time.perf_counter
@@ -667,5 +642,6 @@ class Engine:
         for job in self.queue.values():
             job.status = UNSCHEDULED
             job.reason = "never started (the scheduler left it queued until the end)"
-            self.events.append((self.env.now, "unscheduled", job.job_id, job.reason))
+            self.events.add(self.env.now, UNSCHEDULED_EVENT, job.index, reason=job.reason)
+            self.jobs.retire(job)
         self.queue = {}

@@ -46,9 +46,16 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
     ``spell_nodes`` and ``runs`` (per job, in record order) come from the run
     spells (:func:`simsched.outputs.job_spell_columns`); without them ``nodes``
     is empty and ``runs`` 0. ``share`` is the milli-GPUs per worker of the last
-    spell (0 when the job never ran).
+    spell (0 when the job never ran). ``records`` may be the engine's
+    :class:`simsched.jobstore.JobStore`, whose columns give the same table
+    without making a record per job.
     """
+    n = len(records)
     rows = {c: [] for c in JOB_OUTPUT_COLUMNS if c not in ("nodes", "runs")}
+    columnar = getattr(records, "output_columns", None)  # the engine's JobStore: no per-job objects
+    if columnar is not None and n:
+        rows = columnar(cluster_names)
+        records = ()
     for job in records:
         done = job.status == "done"
         rows["job_id"].append(job.job_id)
@@ -70,10 +77,10 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
         rows["reason"].append(job.reason)
         rows["home_cluster"].append("" if job.home_cluster is None else cluster_names[job.home_cluster])
         rows["share"].append(job.run_share)
-    n = len(rows["job_id"])
     rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
     rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)
-    return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS))
+    # from the store every column is a new array or an input column that never changes: no copy
+    return pd.DataFrame(rows, columns=list(JOB_OUTPUT_COLUMNS), copy=False if columnar is not None else None)
 
 
 def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float, float, float],
@@ -125,9 +132,20 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
     makespan = float(ends.max() - df["submit"].min()) if len(ends) else 0.0
     summary = _block(df, float(sum(cluster_gpus.values())), makespan, weights, kind, w)
     summary["makespan"] = makespan
-    last_cluster = df["cluster"].fillna("").astype(str).str.rsplit("|", n=1).str[-1]
-    summary["per_cluster"] = {
-        name: _block(df[last_cluster == name], gpus, makespan, weights, kind, w)
-        for name, gpus in cluster_gpus.items()
-    }
+    last_cluster = last_clusters(df)
+    summary["per_cluster"] = {}
+    for name, gpus in cluster_gpus.items():
+        in_cluster = last_cluster == name
+        rows = df if in_cluster.all() else df[in_cluster]  # no copy of a one-cluster run's table
+        summary["per_cluster"][name] = _block(rows, gpus, makespan, weights, kind, w)
     return summary
+
+
+def last_clusters(df: pd.DataFrame) -> np.ndarray:
+    """The last cluster each job ran in (the ``cluster`` column's last ``|`` part); split only
+    where a job ran in several (a million-row split makes a list per row)."""
+    cluster = df["cluster"].fillna("").astype(str).to_numpy(object)
+    moved = np.flatnonzero(pd.Series(cluster).str.contains("|", regex=False).to_numpy(bool))
+    for i in moved.tolist():
+        cluster[i] = cluster[i].rsplit("|", 1)[-1]
+    return cluster

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsched.eventlog import FINISH, KINDS, PREEMPT, START, EventLog
+
 #: ``cluster`` / ``gpu_type`` of the timeline rows that hold fleet-wide totals
 ALL = "*"
 #: separates the run spells of a job in jobs.csv's ``nodes`` column; node ids inside a spell are space-separated
@@ -134,6 +136,76 @@ def spells_frame(events: pd.DataFrame, nodes: pd.DataFrame, share_of: Callable[[
     return spells[list(SPELL_COLUMNS)].reset_index(drop=True)
 
 
+def spells_from_log(log: EventLog, nodes: pd.DataFrame,
+                    shares: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`spells_frame` of ``log.frame()``, built from the log's columns without a Python
+    object per event (a million-job run); also each spell's job index.
+
+    ``shares(job_indices, first_nodes)`` gives the milli-GPUs per worker of each spell (of the
+    job on the GPU type and cluster of its first node).
+    """
+    columns = log.columns(copy=False)
+    kind, job, time, node_at, flat = (columns[c] for c in ("kind", "job", "time", "node_at", "nodes"))
+    if not (kind == START).any():  # no spell: the table way gives the empty table's dtypes
+        del columns, kind, job, time, node_at, flat
+        return spells_frame(log.frame(), nodes, lambda job_id, c, t: 0), np.zeros(0, np.int64)
+    # start, finish and preempt events grouped by job, in log order within a job: each start
+    # is followed by the event that ended it, unless it is still open (a partial run)
+    spell_events = np.flatnonzero((kind == START) | (kind == FINISH) | (kind == PREEMPT))
+    order = spell_events[np.argsort(job[spell_events], kind="stable")]
+    starts_at = np.flatnonzero(kind[order] == START)
+    after = starts_at + 1
+    closed = after < len(order)
+    closed[closed] = (job[order[after[closed]]] == job[order[starts_at[closed]]]) & \
+        (kind[order[after[closed]]] != START)
+    spell_jobs_by_job = job[order[starts_at]]
+    first_of_job = np.r_[True, spell_jobs_by_job[1:] != spell_jobs_by_job[:-1]]
+    rank = np.arange(len(starts_at))
+    spell_number = rank - np.maximum.accumulate(np.where(first_of_job, rank, 0))
+    start_event = order[starts_at]
+    end_event = np.full(len(starts_at), -1, np.int64)
+    end_event[closed] = order[after[closed]]
+    by_start = np.argsort(start_event, kind="stable")  # spells in start order
+    start_event, end_event, spell_number = start_event[by_start], end_event[by_start], spell_number[by_start]
+    spell_jobs = job[start_event]
+    first_node = flat[node_at[start_event]]
+    workers = node_at[start_event + 1] - node_at[start_event]
+    node_cluster = nodes["cluster"].to_numpy(object)
+    node_type = nodes["gpu_type"].to_numpy(object)
+    node_names = np.array([str(n) for n in range(len(node_cluster))], dtype=object)
+    node_lists = node_names[first_node]  # one worker: the node's id
+    for s in np.flatnonzero(workers > 1).tolist():
+        at = node_at[start_event[s]]
+        node_lists[s] = " ".join(map(str, flat[at:at + workers[s]].tolist()))
+    cluster, gpu_type = node_cluster[first_node], node_type[first_node]
+    share = np.asarray(shares(spell_jobs, first_node), dtype=np.int64)
+    closed = end_event >= 0
+    end = np.full(len(start_event), math.nan)
+    end[closed] = time[end_event[closed]]
+    end_kind = np.full(len(start_event), "", dtype=object)
+    end_kind[closed] = np.array(KINDS, dtype=object)[kind[end_event[closed]]]
+    ids = np.array(log.job_ids, dtype=object)
+    spells = pd.DataFrame({
+        "job_id": ids[spell_jobs], "spell": spell_number.astype(np.int64), "start": time[start_event],
+        "end": end, "end_event": end_kind, "cluster": cluster, "gpu_type": gpu_type, "nodes": node_lists,
+        "workers": workers.astype(np.int64), "share": share,
+    }, columns=list(SPELL_COLUMNS), copy=False)  # fresh arrays: no copy
+    return spells, spell_jobs
+
+
+def job_spell_columns_by_index(n_jobs: int, spells: pd.DataFrame, spell_jobs: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """:func:`job_spell_columns` for jobs 0..n-1 when each spell's job index is known."""
+    runs = np.bincount(spell_jobs, minlength=n_jobs).astype(np.int64)
+    nodes = np.full(n_jobs, "", dtype=object)
+    spell_nodes = spells["nodes"].to_numpy(object)
+    single = runs[spell_jobs] == 1
+    nodes[spell_jobs[single]] = spell_nodes[single]
+    for s in np.flatnonzero(~single).tolist():  # start order: spells join in order
+        j = spell_jobs[s]
+        nodes[j] = spell_nodes[s] if nodes[j] == "" else nodes[j] + SPELL_SEPARATOR + spell_nodes[s]
+    return nodes.tolist(), runs
+
+
 def job_spell_columns(job_ids: Sequence[str], spells: pd.DataFrame) -> tuple[list[str], np.ndarray]:
     """jobs.csv's ``nodes`` (spells joined by ``|``) and ``runs`` per job, in ``job_ids`` order."""
     joined: dict[str, str] = {}
@@ -146,8 +218,121 @@ def job_spell_columns(job_ids: Sequence[str], spells: pd.DataFrame) -> tuple[lis
                                                              count=len(job_ids))
 
 
-def timeline_frame(events: pd.DataFrame, spells: pd.DataFrame) -> pd.DataFrame:
+def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.DataFrame:
     """The state after every change, as rows (time, cluster, gpu_type, busy_milli, running, queued).
+
+    Rows with ``cluster == gpu_type == "*"`` (:data:`ALL`) hold fleet totals and
+    are written at every time anything changes; rows of one (cluster, GPU type)
+    at every time its busy milli-GPUs or running count changes. ``queued`` is
+    the fleet's one queue on every row. Each row's values hold until the next
+    row of the same (cluster, gpu_type). Same-time events are netted: a job
+    that arrives and is started in the same decision leaves the queue length
+    unchanged at that time.
+
+    ``events`` is the events table or the engine's :class:`EventLog`. (cluster,
+    GPU type) pairs are grouped as integer codes in sorted order, not as text
+    (:func:`timeline_frame_reference` does the same by text).
+    """
+    if isinstance(events, EventLog):
+        columns = events.columns(copy=False)
+        codes, times = columns["kind"], columns["time"]
+        queue_delta = np.select([codes == KINDS.index("arrive"), codes == PREEMPT, codes == START,
+                                 codes == KINDS.index("unscheduled")], [1, 1, -1, -1], 0).astype(np.int64)
+    else:
+        kinds = events["event"].to_numpy()
+        queue_delta = np.select([kinds == "arrive", kinds == "preempt", kinds == "start", kinds == "unscheduled"],
+                                [1, 1, -1, -1], 0).astype(np.int64)
+        times = events["time"].to_numpy(float)
+    keep = queue_delta != 0
+    queue_time, queue_change = times[keep], queue_delta[keep]
+    del times, queue_delta, keep
+
+    cluster_code, cluster_names = pd.factorize(spells["cluster"].to_numpy(object), sort=True)
+    type_code, type_names = pd.factorize(spells["gpu_type"].to_numpy(object), sort=True)
+    n_types = max(len(type_names), 1)
+    group = cluster_code.astype(np.int64) * n_types + type_code  # sorted like (cluster, gpu_type)
+    busy = (spells["share"] * spells["workers"]).to_numpy(np.int64)
+    ends = spells["end"].to_numpy(float)
+    closed = ~np.isnan(ends)
+    delta_time = np.concatenate([spells["start"].to_numpy(float), ends[closed]])
+    delta_group = np.concatenate([group, group[closed]])
+    delta_busy = np.concatenate([busy, -busy[closed]])
+    delta_running = np.concatenate([np.ones(len(busy), np.int64), -np.ones(int(closed.sum()), np.int64)])
+    del group, busy, ends, closed
+
+    # fleet-wide: net change per time, times where something changed, then running sums
+    n_spell_deltas = len(delta_time)
+    order = np.argsort(np.concatenate([delta_time, queue_time]), kind="stable")
+    fleet_time, fleet = _net_changes(
+        np.concatenate([delta_time, queue_time])[order], None,
+        [np.concatenate([delta_busy, np.zeros(len(queue_time), np.int64)])[order],
+         np.concatenate([delta_running, np.zeros(len(queue_time), np.int64)])[order],
+         np.concatenate([np.zeros(n_spell_deltas, np.int64), queue_change])[order]])
+    del order
+    fleet = [np.cumsum(values) for values in fleet]
+
+    order = np.lexsort((delta_time, delta_group))  # by (group, time)
+    group_time, per_group = _net_changes(delta_time[order], delta_group[order],
+                                         [delta_busy[order], delta_running[order]])
+    group_of_row = per_group.pop()
+    del order, delta_time, delta_group, delta_busy, delta_running
+    # running sums inside each group
+    new_group = np.r_[True, group_of_row[1:] != group_of_row[:-1]] if len(group_of_row) else np.zeros(0, bool)
+    first_row = np.maximum.accumulate(np.where(new_group, np.arange(len(group_of_row)), 0))
+    for k, values in enumerate(per_group):
+        total = np.cumsum(values)
+        per_group[k] = total - (total[first_row] - values[first_row])
+    # the queue length in force at each group row's time (fleet rows exist at every change time)
+    position = np.searchsorted(fleet_time, group_time, side="right") - 1
+    queued = fleet[2]
+    group_queue = (np.where(position >= 0, queued[np.maximum(position, 0)], 0) if len(queued)
+                   else np.zeros(len(group_time), np.int64))
+
+    time = np.concatenate([fleet_time, group_time])
+    row_group = np.concatenate([np.full(len(fleet_time), -1, np.int64), group_of_row])
+    order = np.lexsort((row_group, time))  # by time; fleet rows (-1) before every (cluster, gpu_type)
+    row_group = row_group[order]
+    in_group = row_group >= 0
+    cluster = np.full(len(order), ALL, dtype=object)
+    gpu_type = np.full(len(order), ALL, dtype=object)
+    cluster[in_group] = np.asarray(cluster_names, dtype=object)[row_group[in_group] // n_types]
+    gpu_type[in_group] = np.asarray(type_names, dtype=object)[row_group[in_group] % n_types]
+    del row_group, in_group
+    table = {"time": time[order], "cluster": cluster, "gpu_type": gpu_type}
+    del time
+    for column, fleet_values, group_values in (("busy_milli", fleet[0], per_group[0]),
+                                               ("running", fleet[1], per_group[1]),
+                                               ("queued", queued, group_queue)):
+        table[column] = np.concatenate([fleet_values, group_values])[order]
+    del fleet, per_group, queued, group_queue
+    # every column is a fresh array: no copy (a million-job timeline has millions of rows)
+    return pd.DataFrame(table, columns=list(TIMELINE_COLUMNS), copy=False)
+
+
+def _net_changes(time: np.ndarray, group: np.ndarray | None,
+                 values: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sum ``values`` over runs of equal (group, time) in sorted rows and keep the runs where any
+    sum is not 0: their times and sums (and, with ``group``, each kept run's group last)."""
+    if not len(time):
+        return time, [np.zeros(0, np.int64) for _ in values] + ([np.zeros(0, np.int64)] if group is not None else [])
+    change = time[1:] != time[:-1]
+    if group is not None:
+        change |= group[1:] != group[:-1]
+    starts = np.flatnonzero(np.r_[True, change])
+    sums = [np.add.reduceat(v, starts) for v in values]
+    kept = np.zeros(len(starts), bool)
+    for v in sums:
+        kept |= v != 0
+    out = [v[kept] for v in sums]
+    if group is not None:
+        out.append(group[starts][kept])
+    return time[starts][kept], out
+
+
+def timeline_frame_reference(events: pd.DataFrame, spells: pd.DataFrame) -> pd.DataFrame:
+    """:func:`timeline_frame` grouped by the text columns, kept as the reference for tests.
+
+    The state after every change, as rows (time, cluster, gpu_type, busy_milli, running, queued).
 
     Rows with ``cluster == gpu_type == "*"`` (:data:`ALL`) hold fleet totals and
     are written at every time anything changes; rows of one (cluster, GPU type)
