@@ -36,7 +36,7 @@ class Interrupted(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
-_state = {"received": None, "deferring": 0, "watchdog": False}
+_state = {"received": None, "deferring": 0, "watchdog": False, "held": None}
 
 
 #: Seconds a signalled process may take to wind down (write partial results, end workers)
@@ -59,6 +59,7 @@ def _handler(signum: int, frame) -> None:  # noqa: ARG001 - the signal module's 
         watchdog.start()
     _state["received"] = signum
     if _state["deferring"]:
+        _state["held"] = signum  # see held()
         return
     raise Interrupted(signum)
 
@@ -71,7 +72,7 @@ def install(watchdog: bool = False) -> None:
     """
     if threading.current_thread() is not threading.main_thread():
         return
-    _state.update(received=None, deferring=0, watchdog=watchdog)
+    _state.update(received=None, deferring=0, watchdog=watchdog, held=None)
     for signum in EXIT_CODES:
         signal.signal(signum, _handler)
 
@@ -95,6 +96,29 @@ def deferred() -> Iterator[None]:
         yield
     finally:
         _state["deferring"] -= 1
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM back for the block: a signal sent meanwhile raises
+    :class:`Interrupted` as the block ends instead of inside it.
+
+    For the submits that fork worker pools: Python runs at-fork hooks (logging's lock
+    release) in which an exception raised by the handler is printed and swallowed, so the
+    interrupt was lost and only the watchdog ended the process (seen in CI).
+    """
+    outer = _state["held"]
+    _state["held"] = None
+    _state["deferring"] += 1
+    try:
+        yield
+    finally:
+        _state["deferring"] -= 1
+        signum, _state["held"] = _state["held"], outer
+    if signum is not None and not _state["deferring"]:
+        raise Interrupted(signum)
+    if signum is not None:  # nested in another deferring block: pass it outwards
+        _state["held"] = signum
 
 
 def worker_setup(parent_pid: int | None = None) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
+from simsched import interrupts
 from simsched.errors import InputError
 from simsched.interrupts import worker_setup
 
@@ -126,7 +127,8 @@ class TaskRunner:
                 if on_result:
                     on_result(len(results))
             return results
-        futures = [self._local_pool().submit(fn, *task) for task in tasks]
+        with interrupts.held():  # submit forks the workers (interrupts.held says why)
+            futures = [self._local_pool().submit(fn, *task) for task in tasks]
         if on_task or on_each:
             index_of = {future: i for i, future in enumerate(futures)}
             for future in as_completed(futures):
@@ -164,7 +166,8 @@ class TaskRunner:
             for i, task in enumerate(tasks):
                 yield i, fn(*task)
             return
-        futures = {self._local_pool().submit(fn, *task): i for i, task in enumerate(tasks)}
+        with interrupts.held():  # submit forks the workers (interrupts.held says why)
+            futures = {self._local_pool().submit(fn, *task): i for i, task in enumerate(tasks)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
