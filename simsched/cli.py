@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                      "was written", code, debug)
     except ModuleNotFoundError as exc:  # run from a checkout without installing: not a bug, say what to do
         return _fail(exc, f"error: the package {exc.name!r} is not installed; install simsched with its "
-                     "dependencies first: pip install -e .  (optional extras: docs in README.md)", 1, debug)
+                     "dependencies first, into the python that runs it: python -m pip install -e .  "
+                     "(optional extras: docs in README.md)", 1, debug)
     except RecursionError as exc:  # deep input that slipped past validation: still one line
         return _fail(exc, "error: input nested too deeply (RecursionError); --debug shows where", 2, debug)
     except MemoryError as exc:

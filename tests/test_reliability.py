@@ -174,5 +174,5 @@ def test_a_missing_dependency_says_how_to_install(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_run", missing)
     assert cli.main(["s.toml"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: the package 'rich' is not installed; install simsched with its dependencies first: "
-                   "pip install -e .  (optional extras: docs in README.md)"]
+    assert err == ["error: the package 'rich' is not installed; install simsched with its dependencies first, "
+                   "into the python that runs it: python -m pip install -e .  (optional extras: docs in README.md)"]
