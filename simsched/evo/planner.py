@@ -392,6 +392,22 @@ def _earliest(
 
 
 @njit(cache=True, inline="always")
+def _close_item(finish: float, n_items: int, n_entries: int, item_finish: np.ndarray, item_offset: np.ndarray,
+                by_finish: np.ndarray, counts: np.ndarray) -> None:
+    """Close the item whose entries end at ``n_entries``: its finish time, its place in the
+    finish order (insertion, after equal finishes) and the new item and entry counts."""
+    item_finish[n_items] = finish
+    item_offset[n_items + 1] = n_entries
+    pos = n_items
+    while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
+        by_finish[pos] = by_finish[pos - 1]
+        pos -= 1
+    by_finish[pos] = n_items
+    counts[0] = n_items + 1
+    counts[1] = n_entries
+
+
+@njit(cache=True, inline="always")
 def _commit(
     now: float,
     start: float,
@@ -434,15 +450,7 @@ def _commit(
                 entry_node[n_entries] = n
                 entry_units[n_entries] = per_worker
                 n_entries += 1
-        item_finish[n_items] = finish
-        item_offset[n_items + 1] = n_entries
-        pos = n_items
-        while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
-            by_finish[pos] = by_finish[pos - 1]
-            pos -= 1
-        by_finish[pos] = n_items
-        counts[0] = n_items + 1
-        counts[1] = n_entries
+        _close_item(finish, n_items, n_entries, item_finish, item_offset, by_finish, counts)
     return finish
 
 
@@ -513,15 +521,7 @@ def _place_one(
         entry_node[n_entries] = best
         entry_units[n_entries] = per_worker
         n_entries += 1
-        item_finish[n_items] = finish
-        item_offset[n_items + 1] = n_entries
-        pos = n_items
-        while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
-            by_finish[pos] = by_finish[pos - 1]
-            pos -= 1
-        by_finish[pos] = n_items
-        counts[0] = n_items + 1
-        counts[1] = n_entries
+        _close_item(finish, n_items, n_entries, item_finish, item_offset, by_finish, counts)
     return t, finish
 
 
@@ -586,15 +586,7 @@ def _commit_fill(
             candidates[c] = candidates[c + 1]
         m -= 1
     if keep:
-        item_finish[n_items] = finish
-        item_offset[n_items + 1] = n_entries
-        pos = n_items
-        while pos > 0 and item_finish[by_finish[pos - 1]] > finish:
-            by_finish[pos] = by_finish[pos - 1]
-            pos -= 1
-        by_finish[pos] = n_items
-        counts[0] = n_items + 1
-        counts[1] = n_entries
+        _close_item(finish, n_items, n_entries, item_finish, item_offset, by_finish, counts)
     return finish
 
 
