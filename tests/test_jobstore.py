@@ -14,12 +14,73 @@ from simsched.eventlog import EventLog
 from simsched.jobstore import JobRecord, JobStore
 from simsched.metrics import jobs_frame
 from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+from simsched.outputs import ALL, TIMELINE_COLUMNS
 from simsched.policies import ORDERINGS, PLACEMENTS
 from simsched.policies.allocation import Home
 from simsched.policies.preemptive import PreemptiveScheduler
 from simsched.policies.queue import QueueScheduler
 
 EVENT_COLUMNS = ["time", "event", "job_id", "detail"]
+
+
+
+def timeline_frame_reference(events: pd.DataFrame, spells: pd.DataFrame) -> pd.DataFrame:
+    """``outputs.timeline_frame`` grouped by the text columns: the reference it is tested against.
+
+    The state after every change, as rows (time, cluster, gpu_type, busy_milli, running, queued).
+
+    Rows with ``cluster == gpu_type == "*"`` (:data:`ALL`) hold fleet totals and
+    are written at every time anything changes; rows of one (cluster, GPU type)
+    at every time its busy milli-GPUs or running count changes. ``queued`` is
+    the fleet's one queue on every row. Each row's values hold until the next
+    row of the same (cluster, gpu_type). Same-time events are netted: a job
+    that arrives and is started in the same decision leaves the queue length
+    unchanged at that time.
+    """
+    kinds = events["event"].to_numpy()
+    queue_delta = np.select([kinds == "arrive", kinds == "preempt", kinds == "start", kinds == "unscheduled"],
+                            [1, 1, -1, -1], 0).astype(np.int64)
+    times = events["time"].to_numpy(float)
+    keep = queue_delta != 0
+    queue = pd.DataFrame({"time": times[keep], "queue": queue_delta[keep]})
+
+    busy = (spells["share"] * spells["workers"]).to_numpy(np.int64)
+    open_ = spells["end"].isna().to_numpy()
+    group_deltas = pd.DataFrame({
+        "time": np.concatenate([spells["start"].to_numpy(float), spells["end"].to_numpy(float)[~open_]]),
+        "cluster": np.concatenate([spells["cluster"].to_numpy(object), spells["cluster"].to_numpy(object)[~open_]]),
+        "gpu_type": np.concatenate([spells["gpu_type"].to_numpy(object),
+                                    spells["gpu_type"].to_numpy(object)[~open_]]),
+        "busy": np.concatenate([busy, -busy[~open_]]),
+        "running": np.concatenate([np.ones(len(spells), np.int64), -np.ones(int((~open_).sum()), np.int64)]),
+    })
+
+    # fleet-wide: net change per time, then running sums
+    fleet = pd.concat([group_deltas[["time", "busy", "running"]].assign(queue=0),
+                       queue.assign(busy=0, running=0)], ignore_index=True)
+    fleet = fleet.groupby("time", sort=True)[["busy", "running", "queue"]].sum()
+    fleet = fleet[(fleet != 0).any(axis=1)].cumsum()
+    queued_at = fleet["queue"]
+
+    per_group = group_deltas.groupby(["cluster", "gpu_type", "time"], sort=True)[["busy", "running"]].sum()
+    per_group = per_group[(per_group != 0).any(axis=1)]
+    per_group = per_group.groupby(level=["cluster", "gpu_type"], sort=False).cumsum().reset_index()
+    # the queue length in force at each group row's time (fleet rows exist at every change time)
+    position = np.searchsorted(queued_at.index.to_numpy(float), per_group["time"].to_numpy(float), side="right") - 1
+    queued = queued_at.to_numpy(np.int64)
+    per_group["queue"] = np.where(position >= 0, queued[np.maximum(position, 0)], 0) if len(queued) else 0
+
+    fleet = fleet.reset_index()
+    fleet["cluster"] = ALL
+    fleet["gpu_type"] = ALL
+    table = pd.concat([fleet, per_group], ignore_index=True)
+    table = table.rename(columns={"busy": "busy_milli", "queue": "queued"})
+    table["_fleet"] = table["cluster"] != ALL
+    table = table.sort_values(["time", "_fleet", "cluster", "gpu_type"], kind="stable").drop(columns="_fleet")
+    for column in ("busy_milli", "running", "queued"):
+        table[column] = table[column].astype(np.int64)
+    table["time"] = table["time"].astype(float)
+    return table[list(TIMELINE_COLUMNS)].reset_index(drop=True)
 
 
 def hetero_fleet() -> Fleet:
@@ -216,7 +277,6 @@ def test_spells_jobs_and_timeline_from_the_log_equal_the_table_way(case):
     columnar, by_records = result_pair(engine)
     for table in ("spells", "jobs", "timeline", "events"):
         pd.testing.assert_frame_equal(getattr(columnar, table), getattr(by_records, table))
-    from simsched.outputs import timeline_frame_reference
 
     pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
     if name == "srtf-preemptive":
@@ -231,7 +291,6 @@ def test_spells_of_a_partial_run_from_the_log_keep_open_spells():
     assert columnar.spells["end"].isna().any()
     for table in ("spells", "jobs", "timeline"):
         pd.testing.assert_frame_equal(getattr(columnar, table), getattr(by_records, table))
-    from simsched.outputs import timeline_frame_reference
 
     pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
 
@@ -252,7 +311,6 @@ def test_tables_of_a_run_where_no_job_ever_runs():
                     queue_scheduler())
     assert engine.run()
     columnar, by_records = result_pair(engine)
-    from simsched.outputs import timeline_frame_reference
 
     assert len(columnar.spells) == 0 and len(columnar.timeline) == 0  # arrive + unscheduled at once: no change
     pd.testing.assert_frame_equal(columnar.timeline, timeline_frame_reference(by_records.events, by_records.spells))
