@@ -239,10 +239,10 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     same times (``now + interval_s`` again and again), but a round that would decide nothing is
     counted (``Engine.decisions``) instead of run.
 
-    After a round's decision the scheduler says, when that decision started and preempted
-    nothing, the earliest time its decisions can change by themselves (``quiet_until(view)``);
+    After a decision the scheduler says, about the state that decision left, the earliest
+    time its decisions can start or preempt anything by themselves (``quiet_until(view)``);
     until then and until the next scheduled event (an arrival, a finish) the state is fixed
-    and every round would decide the same nothing. Rounds at those grid times are skipped;
+    and every round would decide nothing. Rounds at those grid times are skipped;
     the process wakes at the next one and applies :func:`periodic_rounds`' stop rule; it asks
     for a decision unless nothing happened since the last decision and that one was quiet
     past this round.
@@ -438,12 +438,14 @@ class Engine:
         self.decisions += 1
         if decision.preempts or decision.starts:
             self.apply(decision)
+            if self._quiet is not None:  # quiet_until is asked about the state the decision left
+                self._quiet_view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free))
         else:
             self._quiet_view = view
 
     def quiet_until(self) -> float:
         """Until when decisions would change nothing if no event came first (see
-        :func:`skipping_rounds`): from the scheduler after a decision that did nothing."""
+        :func:`skipping_rounds`): from the scheduler, about the state the last decision left."""
         if self._quiet_always:
             return math.inf
         if self._quiet_view is None:

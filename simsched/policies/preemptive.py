@@ -93,6 +93,8 @@ class PreemptiveScheduler:
         self._last_running: tuple | None = None  # (running, valid until, keys, ranked, shares) of an idle decision
         self._no_fit: tuple[list[int] | None, set[tuple]] = (None, set())  # (free at the end, shapes not fitting)
         self._failed_heads: set[tuple] = set()  # (signature, key) of bucket heads the last walk failed
+        self._acted = False  # whether the last decision started or preempted anything
+        self._quiet_after: tuple = (None, math.inf)  # (state after an acting decision, its quiet_until)
 
     def priority(self, job: JobView, view: SchedulerView) -> float:
         """The primary key of ``job`` (queued or running) now; smaller runs first."""
@@ -208,7 +210,9 @@ class PreemptiveScheduler:
     def decide(self, view: SchedulerView) -> Decision:
         """The walk of :meth:`_decide_reference`, on the bucketed queue (see the module docstring)."""
         if self._plans or not self.incremental:
-            return self._decide_reference(view)
+            decision = self._decide_reference(view)
+            self._acted = bool(decision.starts or decision.preempts)
+            return decision
         self._sync(view)
         now = view.now
         running = view.running
@@ -228,8 +232,8 @@ class PreemptiveScheduler:
         no_fit = set(self._no_fit[1]) if same_free else set()
         decision, self._failed_heads = self._walk(view, keys, ranked, shares, free, no_fit, failed)
         self._no_fit = (free, no_fit)
-        self._last_running = None if decision.starts or decision.preempts else (
-            running, self._quiet[1], keys, ranked, shares)
+        self._acted = bool(decision.starts or decision.preempts)
+        self._last_running = None if self._acted else (running, self._quiet[1], keys, ranked, shares)
         return decision
 
     def _rank_running(self, view: SchedulerView) -> tuple[dict, dict, dict]:
@@ -421,11 +425,13 @@ class LasScheduler(PreemptiveScheduler):
     * a running job's level is kept until (a bound on) its next threshold
       crossing; after a decision that did nothing, the next one with the same
       running jobs and free GPUs reuses their ranking and the failed heads;
-    * :meth:`quiet_until` tells the engine, after a decision that changed
-      nothing, the earliest time a running job can cross a threshold or a queued
-      job can be promoted; until then (and until the next arrival or finish) a
-      periodic round would decide the same nothing, so the engine counts it
-      without running it (simsched/engine.py, ``skipping_rounds``).
+    * :meth:`quiet_until` tells the engine, after every decision, the earliest
+      time a running job can cross a threshold or a queued job can be promoted;
+      until then (and until the next arrival or finish) a periodic round would
+      start and preempt nothing, so the engine counts it without running it
+      (simsched/engine.py, ``skipping_rounds``). After a decision that did
+      something this holds because the walk leaves a fixed point (see
+      :meth:`quiet_until`).
 
     """
 
@@ -475,10 +481,15 @@ class LasScheduler(PreemptiveScheduler):
     # -- the incremental decision ------------------------------------------------------
     def _add(self, job: JobView, view: SchedulerView, signature: tuple) -> None:
         super()._add(job, view, signature)
-        key = self._queued[job.job_id][1]
-        if self.starvation_factor > 0 and key[0] > 0 and job.attained_service > 0:
-            due = job.queued_since + self.starvation_factor * (job.attained_service / job.gpus)
-            heapq.heappush(self._promote_at, (_lower_bound(due), job.queue_seq, job))
+        due = self._promotion_bound(job, view)
+        if due < math.inf:
+            heapq.heappush(self._promote_at, (due, job.queue_seq, job))
+
+    def _promotion_bound(self, job: JobView, view: SchedulerView) -> float:
+        """A time at or before a queued job's starvation promotion (inf: it will not be promoted)."""
+        if self.starvation_factor <= 0 or job.attained_service <= 0 or self.level(job, view) == 0:
+            return math.inf
+        return _lower_bound(job.queued_since + self.starvation_factor * (job.attained_service / job.gpus))
 
     def _reset_queue(self) -> None:
         super()._reset_queue()
@@ -513,12 +524,31 @@ class LasScheduler(PreemptiveScheduler):
         return float(entry[2]), entry[3]
 
     def quiet_until(self, view: SchedulerView) -> float:
-        """After a decision that started and preempted nothing: a time at or before the first at
-        which a decision could do something without an arrival or a finish first (a running job
-        reaching its next threshold, a queued job's promotion). ``view.now`` when unknown."""
+        """After a decision (``view``: the state once the engine applied it): a time at or before
+        the first at which a decision could do something without an arrival or a finish first (a
+        running job reaching its next threshold, a queued job's promotion). ``view.now`` when
+        unknown.
+
+        After a decision that started or preempted something the answer rests on the walk
+        leaving a fixed point (with backfill; docs/engine.md, *Skipped rounds*): every job
+        still queued failed at its turn, and what it could have used then (the free GPUs plus
+        those of running jobs of lower priority) only shrank along the rest of the walk, so a
+        walk on the state the decision left, with the same keys, fails for every queued job.
+        """
         if self._plans:
             return view.now
-        if self._quiet[0] == view.now:  # the decision just made saw the same running jobs
+        if self._acted:
+            if not self.backfill:  # (a cluster blocked early may unblock: not proved, so not skipped)
+                return view.now
+            if self._quiet_after[0] is view:  # the engine asks again about the same state
+                soonest = self._quiet_after[1]
+            else:
+                running_key = self._running_key  # (kept per run: the same bound _level_and_next gives)
+                soonest = min((running_key(job, view)[1] for job in view.running), default=math.inf)
+                for job in view.queued_after(self._last_seq):  # preempted by it and not restarted
+                    soonest = min(soonest, self._promotion_bound(job, view))
+                self._quiet_after = (view, soonest)
+        elif self._quiet[0] == view.now:  # the decision just made saw the same running jobs
             soonest = self._quiet[1]
         else:
             soonest = min((self._level_and_next(job, view)[1] for job in view.running), default=math.inf)

@@ -1,7 +1,7 @@
 """Deep queues: every built-in ordering against fifo, and fifo against a heapq loop, in one run.
 
     python tools/bench/deep_queue.py [--jobs 10000] [--source auto|trace|generator]
-                                     [--policies fifo hrrn ...] [--json]
+                                     [--policies fifo hrrn ...] [--floor] [--json]
 
 The case of issue 14: the first 10,000 real Philly jobs (by submit time) on
 50 GPUs, 5 nodes of each Philly node class (5 x 2 GPUs of 12 GB, 5 x 8 GPUs
@@ -16,7 +16,19 @@ Each policy's scenario is loaded and its engine built first (untimed); the
 figure is the simulation alone (``Engine.run``), warm (imports, numba, gp's
 compiled priority graph and a small run of every policy happen before any
 timing), as wall seconds and as the process's CPU seconds (steadier when other
-processes share the machine); each ratio is to fifo in the same run. The heapq loop is the
+processes share the machine); each ratio is to fifo in the same run. Each
+policy's run also reports what it made the engine do: policy calls
+(``decide``), starts and preemptions.
+
+``--floor`` splits each policy's time into the engine's share and the
+policy's: an untimed run records every decision the policy returns (and every
+``quiet_until`` answer), then a fresh engine replays them with no policy work
+at all, timed. The replay must give the same start and end for every job. Its
+time is the engine's own cost of that policy's events, a floor no change to
+the policy can go below (``las``: about 5x fifo's policy calls and starts plus
+5 preemptions per job).
+
+The heapq loop is the
 same model (completions, then arrivals, then one best-fit backfill pass over
 the FIFO queue per timestamp; each job on the fastest GPU type that fits,
 milli-GPU shares) with the two tricks any hand-written loop would use on a
@@ -29,6 +41,7 @@ fails.
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import json
 import os
@@ -87,6 +100,89 @@ def time_policy(path: Path) -> tuple[float, object, float]:
     t0, c0 = time.perf_counter(), time.process_time()
     sim.engine.run()
     return time.perf_counter() - t0, sim.engine, time.process_time() - c0
+
+
+class Recorder:
+    """Passes every call to the policy and keeps its answers, in order, for :class:`Replay`."""
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.interval_s = getattr(policy, "interval_s", None)
+        self.decisions: list = []
+        self.quiets: list[float] = []
+        if callable(getattr(policy, "quiet_until", None)):
+            self.quiet_until = self._quiet_until
+
+    def decide(self, view):
+        decision = self.policy.decide(view)
+        self.decisions.append(decision)
+        return decision
+
+    def _quiet_until(self, view) -> float:
+        quiet = self.policy.quiet_until(view)
+        self.quiets.append(quiet)
+        return quiet
+
+
+class Replay:
+    """Gives back a :class:`Recorder`'s answers in order: the engine's work without the policy's."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.interval_s = recorder.interval_s
+        self._decisions = iter(recorder.decisions)
+        quiets = iter(recorder.quiets)
+        if hasattr(recorder, "quiet_until"):
+            self.quiet_until = lambda view: next(quiets)
+
+    def decide(self, view):
+        return next(self._decisions)
+
+
+def engine_for(path: Path, wrap):
+    """A fresh engine for the scenario whose scheduler is ``wrap(the scenario's policy)``, built
+    as :func:`simsched.api.simulation` builds it (an object from outside simsched given to
+    ``simulation`` would run behind read-only views, which would add their own cost)."""
+    from simsched.api import prepare, simulation
+    from simsched.engine import Engine
+    from simsched.workloads.table import to_job_specs
+
+    sim = simulation(path)
+    fleet, table, _ = prepare(sim.scenario)
+    return Engine(fleet, to_job_specs(table, fleet.largest_node), wrap(sim.engine.scheduler), sim.engine.config)
+
+
+def engine_floor(path: Path, timed_engine) -> tuple[float, int]:
+    """Seconds of ``Engine.run`` replaying the policy's recorded decisions, and how many
+    decisions it replayed; fails unless every job starts and ends as in ``timed_engine``."""
+    holder: list[Recorder] = []
+    recording = engine_for(path, lambda policy: holder.append(Recorder(policy)) or holder[0])
+    recording.run()
+    check_same(recording, timed_engine, path.stem, "its recorded run")
+    del recording
+    replaying = engine_for(path, lambda policy: Replay(holder[0]))
+    gc.collect()
+    t0 = time.perf_counter()
+    replaying.run()
+    seconds = time.perf_counter() - t0
+    check_same(replaying, timed_engine, path.stem, "the replay of its decisions")
+    return seconds, len(holder[0].decisions)
+
+
+def check_same(engine, timed_engine, policy: str, what: str) -> None:
+    """Every job's first start and end in ``engine`` as in ``timed_engine`` (NaN = NaN)."""
+    for a, b in zip(engine.jobs, timed_engine.jobs):
+        for x, y in ((a.first_start, b.first_start), (a.end, b.end)):
+            if not (x == y or (x != x and y != y)):
+                raise SystemExit(f"deep_queue: {policy}: {what} differs from the timed run at job {a.job_id}")
+
+
+def event_counts(engine) -> dict[str, int]:
+    """What the policy made the engine do: starts and preemptions (from the event log)."""
+    counts = {"start": 0, "preempt": 0}
+    for _, event, _, _ in engine.events:
+        if event in counts:
+            counts[event] += 1
+    return {"starts": counts["start"], "preemptions": counts["preempt"]}
 
 
 def heapq_inputs(engine) -> tuple[list, dict]:
@@ -185,6 +281,8 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--source", choices=("auto", "trace", "generator"), default="auto")
     p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES + EXTRA)
+    p.add_argument("--floor", action="store_true",
+                   help="also replay each policy's decisions without the policy: the engine's share")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     source = args.source
@@ -200,14 +298,24 @@ def main() -> int:
         warm_up(folder, policies, source)
         seconds: dict[str, float] = {}
         cpu: dict[str, float] = {}
+        counts: dict[str, dict[str, int]] = {}
+        floor: dict[str, float] = {}
         fifo_engine = None
         for policy in policies:
-            seconds[policy], engine, cpu[policy] = time_policy(scenario_file(folder, policy, args.jobs, source))
+            path = scenario_file(folder, policy, args.jobs, source)
+            seconds[policy], engine, cpu[policy] = time_policy(path)
+            counts[policy] = event_counts(engine)
             if policy == "fifo":
                 fifo_engine = engine
+            if args.floor:
+                floor[policy], counts[policy]["policy_calls"] = engine_floor(path, engine)
             if not args.json:
                 print(f"  {policy:10s} {seconds[policy]:7.2f} s  ({seconds[policy] / seconds['fifo']:.2f}x fifo)"
-                      f"   cpu {cpu[policy]:7.2f} s ({cpu[policy] / cpu['fifo']:.2f}x)", flush=True)
+                      f"   cpu {cpu[policy]:7.2f} s ({cpu[policy] / cpu['fifo']:.2f}x)   "
+                      + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in counts[policy].items()), flush=True)
+                if args.floor:
+                    print(f"  {'':10s} engine floor {floor[policy]:5.2f} s ({floor[policy] / seconds['fifo']:.2f}x "
+                          f"fifo's whole run): the engine replaying these decisions, no policy work", flush=True)
     rows, groups = heapq_inputs(fifo_engine)
     t0 = time.perf_counter()
     base = run_heapq(rows, groups, list(fifo_engine.fleet_state.node_capacity))
@@ -224,6 +332,9 @@ def main() -> int:
         "ratio_to_fifo": {k: v / seconds["fifo"] for k, v in seconds.items()},
         "cpu_seconds": cpu, "cpu_ratio_to_fifo": {k: v / cpu["fifo"] for k, v in cpu.items()},
         "fifo_vs_heapq": seconds["fifo"] / heapq_s,
+        "counts": counts,
+        "engine_floor_s": floor,
+        "engine_floor_ratio_to_fifo": {k: v / seconds["fifo"] for k, v in floor.items()},
         "max_queue": max_queue(fifo_engine),
     }
     if args.json:
