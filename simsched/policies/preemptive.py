@@ -94,6 +94,7 @@ class PreemptiveScheduler:
         self._no_fit: tuple[list[int] | None, set[tuple]] = (None, set())  # (free at the end, shapes not fitting)
         self._failed_heads: set[tuple] = set()  # (signature, key) of bucket heads the last walk failed
         self._acted = False  # whether the last decision started or preempted anything
+        self._started_jobs: list[JobView] = []  # the jobs the last walk started
         self._quiet_after: tuple = (None, math.inf)  # (state after an acting decision, its quiet_until)
 
     def priority(self, job: JobView, view: SchedulerView) -> float:
@@ -286,7 +287,8 @@ class PreemptiveScheduler:
         heapq.heapify(heap)
         preempted: dict[str, None] = {}
         starts: list[Start] = []
-        started: list[str] = []
+        started: list[str] = []  # ids of the bucket jobs started
+        started_jobs = self._started_jobs = []  # every job started (bucket jobs and restarted victims)
         blocked: set[int] = set()
         hopeless: set[tuple] = set()
         groups = view.fleet.groups
@@ -340,6 +342,7 @@ class PreemptiveScheduler:
                 continue
             unchanged = False
             starts.append(Start(job.job_id, nodes))
+            started_jobs.append(job)
             if order >= 0:
                 started.append(job.job_id)
                 keys_of = self._buckets[item][0]
@@ -543,8 +546,13 @@ class LasScheduler(PreemptiveScheduler):
             if self._quiet_after[0] is view:  # the engine asks again about the same state
                 soonest = self._quiet_after[1]
             else:
+                # the bound of the running jobs before the decision (a preempted one's too: a lower
+                # bound, so at worst a round too many runs) and of the jobs it started
+                soonest = self._quiet[1] if self._quiet[0] == view.now else min(
+                    (self._level_and_next(job, view)[1] for job in view.running), default=math.inf)
                 running_key = self._running_key  # (kept per run: the same bound _level_and_next gives)
-                soonest = min((running_key(job, view)[1] for job in view.running), default=math.inf)
+                for job in self._started_jobs:
+                    soonest = min(soonest, running_key(job, view)[1])
                 for job in view.queued_after(self._last_seq):  # preempted by it and not restarted
                     soonest = min(soonest, self._promotion_bound(job, view))
                 self._quiet_after = (view, soonest)
