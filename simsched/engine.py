@@ -218,8 +218,10 @@ def periodic_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     """Asks for a decision every ``interval_s`` while jobs are outstanding."""
     while engine.outstanding > 0:
         yield env.timeout(interval_s)
-        if not engine.running and engine.arrivals_left == 0:
-            return  # nothing can change any more: a round would decide the same again
+        if not engine.running and engine.arrivals_left == 0 and not engine._wakeup_pending:
+            # nothing can change any more: a round would decide the same again (with a decision
+            # pending, e.g. after the last running job finished at this very time, it may start jobs)
+            return
         engine.request_decision()
 
 
@@ -247,9 +249,7 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     for a decision unless nothing happened since the last decision and that one was quiet
     past this round.
     """
-    if engine.outstanding <= 0:
-        return
-    while True:
+    while engine.outstanding > 0:
         now = env.now
         at = now + interval_s
         quiet = engine.quiet_until()
@@ -262,7 +262,8 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
                 at = at + interval_s
         engine.rounds += 1
         yield env.timeout(interval_s) if at == now + interval_s else _event_at(env, at)
-        if not engine.running and engine.arrivals_left_at_round(engine.rounds - 1, at, interval_s) == 0:
+        if not engine.running and not engine._wakeup_pending \
+                and engine.arrivals_left_at_round(engine.rounds - 1, at, interval_s) == 0:
             return
         if not engine._wakeup_pending and env.peek() > at and at < engine.quiet_until():
             # nothing happened since the last decision (every event asks for one) nor will at this
@@ -270,7 +271,10 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
             engine.decisions += 1 if engine.queue or engine.running else 0
             continue
         engine.request_decision()
+        last = engine.outstanding <= 0  # periodic_rounds tests its loop condition before the decision
         yield engine.next_wakeup()  # after the scheduler loop, which waits on it first, has decided
+        if last:
+            return
 
 
 @contextmanager

@@ -96,6 +96,28 @@ def test_rounds_are_skipped_but_counted():
     assert CountingLas.calls == 2
 
 
+ONE_GPU = Fleet((ClusterSpec("c", (NodeGroup(1, 1, "V100"),)),), builtin_gpu_types())
+
+
+def test_rounds_go_on_when_the_last_running_job_finishes_on_a_round():
+    """One GPU, threshold 100 GPU-s, rounds every 10 s. a (100 s) runs from 0; b (300 s) and c
+    (50 s) queue at 10 and 20. a finishes at 100, exactly on a round, with nothing else running
+    and no arrival left: the rounds must not end there, as a decision is due at 100 (it starts
+    b). b reaches level 1 at 200, and the round at 200 lets c (level 0) preempt it; b resumes
+    when c finishes. (Rounds that ended at 100 left c waiting until 400.)"""
+    jobs = [JobSpec("a", 0.0, 100.0, 1.0, 1), JobSpec("b", 10.0, 300.0, 1.0, 1), JobSpec("c", 20.0, 50.0, 1.0, 1)]
+    options = dict(placement="best_fit", allocation="home", backfill=True, interval=10.0, thresholds=(100.0,),
+                   factor=0.0, penalty=0.0, seed=0)
+    expected = [(0.0, "arrive", "a", ""), (0.0, "start", "a", "0"), (10.0, "arrive", "b", ""),
+                (20.0, "arrive", "c", ""), (100.0, "finish", "a", ""), (100.0, "start", "b", "0"),
+                (200.0, "preempt", "b", ""), (200.0, "start", "c", "0"), (250.0, "finish", "c", ""),
+                (250.0, "start", "b", "0"), (450.0, "finish", "b", "")]
+    for cls in (LasEveryRound, LasScheduler):
+        events, decisions, end, _ = run(cls, ONE_GPU, jobs, **options)
+        assert list(events) == expected, cls.__name__
+        assert decisions == 45 and end == 450.0  # at 0 and at every round 10 ... 440
+
+
 def test_last_arrival_on_a_round_with_nothing_running_ends_rounds_as_the_reference():
     """A round and the last arrival at the same time with nothing running: the rounds end there
     exactly when SimPy fires the arrival first, as in the reference."""
