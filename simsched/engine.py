@@ -249,7 +249,9 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
     for a decision unless nothing happened since the last decision and that one was quiet
     past this round.
     """
-    while engine.outstanding > 0:
+    if engine.outstanding <= 0:
+        return
+    while True:  # periodic_rounds' loop condition is tested where it tests it: after each round's request
         now = env.now
         at = now + interval_s
         quiet = engine.quiet_until()
@@ -262,13 +264,14 @@ def skipping_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
                 at = at + interval_s
         engine.rounds += 1
         yield env.timeout(interval_s) if at == now + interval_s else _event_at(env, at)
-        if not engine.running and not engine._wakeup_pending \
-                and engine.arrivals_left_at_round(engine.rounds - 1, at, interval_s) == 0:
+        if not engine.running and not engine._wakeup_pending and engine.rounds_end_at(engine.rounds - 1, at, interval_s):
             return
         if not engine._wakeup_pending and env.peek() > at and at < engine.quiet_until():
             # nothing happened since the last decision (every event asks for one) nor will at this
             # time, and that decision did nothing and was quiet past this round: so would this one
             engine.decisions += 1 if engine.queue or engine.running else 0
+            if engine.outstanding <= 0:
+                return
             continue
         engine.request_decision()
         last = engine.outstanding <= 0  # periodic_rounds tests its loop condition before the decision
@@ -338,6 +341,7 @@ class Engine:
         self._quiet_always = False  # the last decision found nothing queued or running
         self.rounds = 0  # periodic rounds so far, skipped ones too
         self._arrivals: array | None = None
+        self._arrival_fits: list[bool] = []
         if interval:
             rounds = skipping_rounds if callable(self._quiet) else periodic_rounds
             self.env.process(rounds(self.env, self, float(interval)))
@@ -456,11 +460,24 @@ class Engine:
             return -math.inf
         return self._quiet(self._quiet_view)
 
+    def rounds_end_at(self, k: int, at: float, interval_s: float) -> bool:
+        """Whether :func:`periodic_rounds` ends the rounds at its round ``k`` (from 0, at time
+        ``at``) when nothing runs and this process saw no decision due: it sees no arrival left
+        (:meth:`arrivals_left_at_round`), and none of the arrivals at this very time that it saw
+        asked for a decision (an arrival does unless its job fits nowhere; this process, whose
+        timeouts were made at other times, may fire before them where that one fires after)."""
+        if self.arrivals_left_at_round(k, at, interval_s):
+            return False
+        times = self._arrival_times()
+        fits = self._arrival_fits
+        return not any(fits[bisect_left(times, at):bisect_right(times, at)])
+
     def arrivals_left_at_round(self, k: int, at: float, interval_s: float) -> int:
         """Arrivals still to come as :func:`periodic_rounds` would see them at its round ``k``
         (from 0, at time ``at``), with nothing running.
 
-        There, a round that finds nothing running and no arrival left ends the rounds. When
+        There, a round that finds nothing running, no arrival left and no decision due (an
+        arrival asks for one unless its job fits nowhere) ends the rounds. When
         the last arrivals fall exactly on the round's time, whether the round sees them
         depends on SimPy's order of the two timeouts: the one created first fires first.
         The arrival's was created at the previous arrival time, the round's at the
@@ -489,14 +506,18 @@ class Engine:
             j, k = j - 1, k - 1
 
     def _arrival_times(self) -> array:
-        """Each job's arrival time as :func:`arrival_feeder` produces it (sorted)."""
+        """Each job's arrival time as :func:`arrival_feeder` produces it (sorted); also
+        ``_arrival_fits``: whether that arrival's job fits somewhere (it then asks for a decision)."""
         if self._arrivals is None:
             now, times = 0.0, array("d")
-            submit = self.jobs.submit  # from the columns: no record per job
-            for at in np.sort(submit).tolist():
+            jobs = self.jobs
+            order = np.argsort(jobs.submit, kind="stable")  # the feeder's order; columns, no records
+            for at in jobs.submit[order].tolist():
                 if at > now:
                     now = now + (at - now)
                 times.append(now)
+            fits = np.array([len(options) > 0 for options in jobs.option_sets], dtype=bool)
+            self._arrival_fits = fits[jobs.option_set[order]].tolist()
             self._arrivals = times
         return self._arrivals
 

@@ -36,7 +36,7 @@ def workload(seed: int, count: int, gap: float) -> list[JobSpec]:
     jobs, t = [], 0.0
     for i in range(count):
         t += float(np.floor(rng.exponential(gap)))  # whole seconds: arrivals often fall on round times
-        gpus = float(rng.choice([0.5, 1, 1, 2, 4, 8, 16]))
+        gpus = float(rng.choice([0.5, 1, 1, 2, 4, 8, 16, 64]))  # 64: fits no node (reported unscheduled)
         gpu_type = rng.choice(["", "V100", "T4", "A100"])
         duration = float(rng.choice([0, 5, 60, 300, 900, rng.integers(1, 4000)]))
         home = str(rng.choice(["a", "b", ""])) or None
@@ -118,14 +118,19 @@ def test_rounds_go_on_when_the_last_running_job_finishes_on_a_round():
         assert decisions == 45 and end == 450.0  # at 0 and at every round 10 ... 440
 
 
-def test_last_arrival_on_a_round_with_nothing_running_ends_rounds_as_the_reference():
-    """A round and the last arrival at the same time with nothing running: the rounds end there
-    exactly when SimPy fires the arrival first, as in the reference."""
+def test_last_arrival_on_a_round_with_nothing_running_as_the_reference():
+    """A round and the last arrival at the same time with nothing running. When the arriving job
+    can run, a decision is due and the rounds go on whichever fires first. When it cannot (too
+    large: reported unscheduled, no decision due), the rounds end there exactly when SimPy fires
+    the arrival first. Both as in the reference."""
+    options = dict(placement="best_fit", allocation="home", backfill=True, interval=10.0,
+                   thresholds=(100.0,), factor=2.0, penalty=0.0, seed=0)
     for submits in ([0.0, 20.0], [0.0, 15.0, 20.0], [10.0, 20.0], [5.0, 30.0], [60.0], [0.0, 10.0, 20.0]):
-        jobs = [JobSpec(f"j{i}", t, 4.0, 1.0, 1) for i, t in enumerate(submits)]
-        options = dict(placement="best_fit", allocation="home", backfill=True, interval=10.0,
-                       thresholds=(100.0,), factor=2.0, penalty=0.0, seed=0)
-        assert run(LasScheduler, SMALL, jobs, **options) == run(LasEveryRound, SMALL, jobs, **options), submits
+        for last_gpus in (1.0, 16.0):  # 16 GPUs fit no node of SMALL
+            jobs = [JobSpec(f"j{i}", t, 4.0, 1.0 if i < len(submits) - 1 else last_gpus, 1)
+                    for i, t in enumerate(submits)]
+            fast, reference = run(LasScheduler, SMALL, jobs, **options), run(LasEveryRound, SMALL, jobs, **options)
+            assert fast == reference, (submits, last_gpus)
 
 
 @settings(max_examples=12, deadline=None)
