@@ -112,10 +112,14 @@ def test_rounds_go_on_when_the_last_running_job_finishes_on_a_round():
                 (20.0, "arrive", "c", ""), (100.0, "finish", "a", ""), (100.0, "start", "b", "0"),
                 (200.0, "preempt", "b", ""), (200.0, "start", "c", "0"), (250.0, "finish", "c", ""),
                 (250.0, "start", "b", "0"), (450.0, "finish", "b", "")]
-    for cls in (LasEveryRound, LasScheduler):
+    for cls in (LasEveryRound, CountingLas):
+        CountingLas.calls = 0
         events, decisions, end, _ = run(cls, ONE_GPU, jobs, **options)
         assert list(events) == expected, cls.__name__
         assert decisions == 45 and end == 450.0  # at 0 and at every round 10 ... 440
+    # the fast one decides at the arrivals 0, 10, 20, at 100 (a's finish), at the round 200 (b's
+    # threshold crossing) and at 250 (c's finish; b, at the last level, crosses nothing more)
+    assert CountingLas.calls == 6
 
 
 def test_last_arrival_on_a_round_with_nothing_running_as_the_reference():
