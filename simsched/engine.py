@@ -340,8 +340,7 @@ class Engine:
         self._quiet_view: View | None = None  # the last decision's view if it did nothing, else None
         self._quiet_always = False  # the last decision found nothing queued or running
         self.rounds = 0  # periodic rounds so far, skipped ones too
-        self._arrivals: array | None = None
-        self._arrival_fits: list[bool] = []
+        self._arrivals: tuple[array, list[bool]] | None = None  # see _arrival_table
         if interval:
             rounds = skipping_rounds if callable(self._quiet) else periodic_rounds
             self.env.process(rounds(self.env, self, float(interval)))
@@ -468,8 +467,7 @@ class Engine:
         timeouts were made at other times, may fire before them where that one fires after)."""
         if self.arrivals_left_at_round(k, at, interval_s):
             return False
-        times = self._arrival_times()
-        fits = self._arrival_fits
+        times, fits = self._arrival_table()
         return not any(fits[bisect_left(times, at):bisect_right(times, at)])
 
     def arrivals_left_at_round(self, k: int, at: float, interval_s: float) -> int:
@@ -484,7 +482,7 @@ class Engine:
         previous round; at a tie the same question goes one step back, and at time 0 the
         arrival feeder started first.
         """
-        times = self._arrival_times()
+        times = self._arrival_table()[0]
         after = len(times) - bisect_right(times, at)
         on_time = bisect_right(times, at) - bisect_left(times, at)
         if not on_time or after:
@@ -505,9 +503,9 @@ class Engine:
                 return after if arrival_made < round_made else after + on_time
             j, k = j - 1, k - 1
 
-    def _arrival_times(self) -> array:
-        """Each job's arrival time as :func:`arrival_feeder` produces it (sorted); also
-        ``_arrival_fits``: whether that arrival's job fits somewhere (it then asks for a decision)."""
+    def _arrival_table(self) -> tuple[array, list[bool]]:
+        """Each job's arrival time as :func:`arrival_feeder` produces it (sorted), and whether
+        that arrival's job fits somewhere (it then asks for a decision)."""
         if self._arrivals is None:
             now, times = 0.0, array("d")
             jobs = self.jobs
@@ -517,8 +515,7 @@ class Engine:
                     now = now + (at - now)
                 times.append(now)
             fits = np.array([len(options) > 0 for options in jobs.option_sets], dtype=bool)
-            self._arrival_fits = fits[jobs.option_set[order]].tolist()
-            self._arrivals = times
+            self._arrivals = (times, fits[jobs.option_set[order]].tolist())
         return self._arrivals
 
     def apply(self, decision: Decision) -> None:

@@ -154,18 +154,24 @@ def engine_for(path: Path, wrap):
 def engine_floor(path: Path, timed_engine) -> tuple[float, int]:
     """Seconds of ``Engine.run`` replaying the policy's recorded decisions, and how many
     decisions it replayed; fails unless every job starts and ends as in ``timed_engine``."""
-    holder: list[Recorder] = []
-    recording = engine_for(path, lambda policy: holder.append(Recorder(policy)) or holder[0])
+    recorders: list[Recorder] = []
+
+    def record(policy) -> Recorder:
+        recorders.append(Recorder(policy))
+        return recorders[0]
+
+    recording = engine_for(path, record)
     recording.run()
     check_same(recording, timed_engine, path.stem, "its recorded run")
     del recording
-    replaying = engine_for(path, lambda policy: Replay(holder[0]))
+    recorder = recorders[0]
+    replaying = engine_for(path, lambda policy: Replay(recorder))
     gc.collect()
     t0 = time.perf_counter()
     replaying.run()
     seconds = time.perf_counter() - t0
     check_same(replaying, timed_engine, path.stem, "the replay of its decisions")
-    return seconds, len(holder[0].decisions)
+    return seconds, len(recorder.decisions)
 
 
 def check_same(engine, timed_engine, policy: str, what: str) -> None:
