@@ -19,6 +19,7 @@ from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.errors import DecisionError
 from simsched.eventlog import EventLog
+from simsched.feasibility import InfeasibleReport, infeasible_report
 from simsched.jobstore import JobStore
 from simsched.metrics import jobs_frame, summarize
 from simsched.model import Fleet
@@ -152,6 +153,7 @@ class Simulation:
     started: float
     policy_label: str | None = None  # what ran, when a scheduler object replaced the scenario's policy
     warnings: tuple[str, ...] = ()  # said once per run (the CLI prints them; summary.json keeps them)
+    infeasible: InfeasibleReport | None = None  # jobs no node can ever hold (also among the warnings)
 
     def run(self, progress: Callable[[Progress], None] | None = None) -> RunResult:
         try:
@@ -163,7 +165,7 @@ class Simulation:
         with interrupts.deferred():  # a second Ctrl-C must not lose what was simulated
             result = collect(self.engine, self.scenario, complete, self.skipped, time.perf_counter() - self.started,
                              policy_label=self.policy_label)
-        result.summary["warnings"] = list(self.warnings)
+        result.summary["warnings"] = list(self.warnings) + after_run_warnings(result.summary)
         return result
 
 
@@ -224,7 +226,20 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
     ))
-    return Simulation(scenario, engine, skipped, wall, label, warnings)
+    infeasible = infeasible_report(engine)
+    if infeasible is not None:
+        warnings += (infeasible.message(),)
+    return Simulation(scenario, engine, skipped, wall, label, warnings, infeasible)
+
+
+def after_run_warnings(summary: dict) -> list[str]:
+    """What only the run can tell: jobs the policy left unfinished (they count, censored)."""
+    if summary.get("partial") or not summary.get("unfinished"):
+        return []
+    left, total = summary["unfinished"], summary["jobs"] - summary.get("infeasible", 0)
+    return [f"the policy left {left:,} of {total:,} feasible jobs unfinished (queued when nothing else was left "
+            f"to happen, t={summary['simulated_until']:,.0f} s): their wait and JCT are censored there and count "
+            "in every mean; compare ranks such a run after every run that finished all its jobs"]
 
 
 def _check_rounds(scenario: Scenario, fleet: Fleet, specs, interval: float | None) -> None:

@@ -139,6 +139,8 @@ def _run(argv: list[str]) -> int:
     else:
         with LiveProgress(console, scenario.name) as live:
             result = ready.run(progress=live)
+    for warning in result.summary["warnings"][len(ready.warnings):]:  # what the run found: before the table
+        console.print(f"warning: {warning}", style="yellow", highlight=False)
     if args.out:
         result.write(args.out)
     if pictures and not result.partial:
@@ -210,9 +212,10 @@ def _validate(argv: list[str]) -> int:
     fleet = ready.engine.fleet
     for warning in ready.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    infeasible = ready.infeasible.count if ready.infeasible else 0
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
-          f"{fleet.total_gpus} GPUs; {len(ready.engine.jobs)} jobs; {ready.skipped['skipped']} rows skipped; "
-          f"policy {ready.scenario.scheduler.policy}")
+          f"{fleet.total_gpus} GPUs; {len(ready.engine.jobs)} jobs ({infeasible} infeasible); "
+          f"{ready.skipped['skipped']} rows skipped; policy {ready.scenario.scheduler.policy}")
     return 0
 
 
@@ -229,6 +232,7 @@ def _compare(argv: list[str]) -> int:
         compare_spec,
         rich_tables,
         run_compare,
+        warnings_of,
         write_partial,
     )
     from simsched.interrupts import exit_code
@@ -298,6 +302,8 @@ def _compare(argv: list[str]) -> int:
             print(f"{what}: {len(exc.rows)} of {exc.total} runs finished; nothing ranked "
                   "(give --out DIR to keep finished runs and --resume later)", file=sys.stderr)
         return code
+    for warning in warnings_of(result):  # before the tables, where they are seen
+        print(f"warning: {warning}", file=sys.stderr)
     if not args.quiet:
         console = Console()
         if not console.is_terminal:

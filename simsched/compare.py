@@ -46,10 +46,10 @@ from typing import Any
 
 import pandas as pd
 
-from simsched import atomic
+from simsched import atomic, ranking
 from simsched.errors import InputError
 from simsched.interrupts import Interrupted
-from simsched.metrics import SUMMARY_METRICS
+from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
 from simsched.parallel import TaskRunner
 from simsched.params import Params
 from simsched.policies import resolve_policy_ref
@@ -96,6 +96,7 @@ class CompareResult:
     table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
     ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
     jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
+    warnings: list[str] = field(default_factory=list)  # the runs' warnings, each once (printed before the tables)
 
     def write(self, out_dir: str | Path) -> list[Path]:
         """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically)."""
@@ -216,7 +217,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     base = path.resolve().parent
     instances = [path] + [Path(p) if Path(p).is_absolute() else base / p
                           for p in table.get_list("instances", str, [])]
-    own_rank_by = table.get("rank_by", str, "avg_jct", choices=METRIC_KEYS)
+    own_rank_by = table.get("rank_by", str, "avg_jct", choices=METRIC_KEYS + tuple(METRIC_ALIASES))
     options = table.sub("options").rest()
     for name, value in options.items():
         if not isinstance(value, dict):
@@ -231,8 +232,9 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
     resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path, options)
+    rank_by = rank_by or own_rank_by
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
-                       rank_by or own_rank_by, jobs, options)
+                       METRIC_ALIASES.get(rank_by, rank_by), jobs, options)
     if spec.rank_by not in METRIC_KEYS:
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(METRIC_KEYS)}")
     _check_builds(spec)
@@ -298,10 +300,11 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
 
 def run_task(task: RunTask) -> dict[str, Any]:
     """Run one task (in a worker process): load the scenario by path, override, simulate."""
-    from simsched.api import run
+    from simsched.api import simulation
 
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
-    result = run(scenario, seed=task.seed, jobs=task.jobs)
+    ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
+    result = ready.run()
     if result.partial:  # interrupted (in this process): never a row of the table
         from simsched import interrupts
 
@@ -309,6 +312,8 @@ def run_task(task: RunTask) -> dict[str, Any]:
     summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
+    # what the run said before it started (unfinished jobs are marked in the tables instead)
+    row["_warnings"] = list(ready.warnings)
     if task.keep_jobs:
         row["_jobs"] = result.jobs
     return row
@@ -387,9 +392,39 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     merged = {**done, **dict(zip(todo, results))}
     rows = [merged[i] for i in range(len(tasks))]
     jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
+    said = [row.pop("_warnings", []) for row in rows]
     result = tabulate(spec, pd.DataFrame(rows))
     result.jobs = jobs
+    result.warnings = run_warnings(tasks, said)
     return result
+
+
+def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> list[str]:
+    """The runs' warnings, each text once, prefixed with the runs that gave it when not all did."""
+    by_text: dict[str, list[RunTask]] = {}
+    for task, texts in zip(tasks, said):
+        for text in texts:
+            by_text.setdefault(text, []).append(task)
+    out = []
+    for text, where in by_text.items():
+        if len(where) == len(tasks):
+            out.append(text)
+        else:
+            names = list(dict.fromkeys(f"{t.scheduler}" for t in where))
+            seeds = sorted({t.seed for t in where})
+            out.append(f"{', '.join(names)} (seed {', '.join(map(str, seeds))}): {text}")
+    return out
+
+
+def warnings_of(result: CompareResult) -> list[str]:
+    """Everything to say before the tables: the runs' warnings and the schedulers that left jobs unfinished."""
+    said = list(result.warnings)
+    marked = unfinished_runs(result)
+    if marked:
+        totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
+        said += [f"{name} left feasible jobs unfinished in {n} of {totals[name]} run(s): it is ranked after every "
+                 "run that finished all its feasible jobs and marked † in the tables" for name, n in marked.items()]
+    return said
 
 
 def write_partial(out_dir: str | Path, exc: CompareInterrupted, command: str) -> Path:
@@ -410,24 +445,30 @@ def write_partial(out_dir: str | Path, exc: CompareInterrupted, command: str) ->
 
 
 def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
-    """Mean +- sample std (0 for one case) per metric and scheduler; ranks per case on ``rank_by``."""
+    """Mean +- sample std (0 for one case) per metric and scheduler; ranks per case on ``rank_by``,
+    runs that left jobs unfinished after every run that finished all its feasible jobs
+    (:mod:`simsched.ranking`). The best mean of a metric is picked among the schedulers that
+    finished every job in every case, when there are any."""
     order = list(spec.schedulers)
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
     higher = dict((key, better) for key, _, better in METRICS)
-    # ties share the average rank; rank 1 is best
-    runs["rank"] = runs.groupby("case")[spec.rank_by].rank(method="average", ascending=not higher[spec.rank_by])
+    runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
+    marked = ranking.incomplete_counts(runs)
+    eligible = [name for name in order if name not in marked] or order
     records = []
     grouped = runs.groupby("scheduler", sort=False)
     for key, label, better in METRICS:
         means = grouped[key].mean()
         stds = grouped[key].std(ddof=1).fillna(0.0)
-        best_value = means.max() if better else means.min()
+        candidates = means[eligible].dropna()
+        best_value = (candidates.max() if better else candidates.min()) if len(candidates) else math.nan
         for name in order:
             records.append({"metric": key, "label": label, "scheduler": name, "mean": float(means[name]),
                             "std": float(stds[name]), "n": int(grouped[key].count()[name]),
-                            "best": bool(math.isclose(means[name], best_value, rel_tol=1e-12, abs_tol=1e-12)),
-                            "higher_is_better": better})
+                            "best": name in eligible and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
+                                                                           abs_tol=1e-12)),
+                            "higher_is_better": better, "unfinished_runs": marked.get(name, 0)})
     table = pd.DataFrame(records)
     ranks = runs.pivot(index="scheduler", columns="case", values="rank")
     cases = list(dict.fromkeys(runs["case"]))
@@ -438,14 +479,17 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
 
 
 # -- rendering (report layer) ---------------------------------------------------------------
+_FORMATS = {key: fmt for key, _, _, fmt in SUMMARY_METRICS}
+_COUNTS = ("completed", "unfinished", "infeasible", "unscheduled", "preemptions")
+
+
 def _fmt(key: str, value: float) -> str:
-    if value != value:  # NaN: the metric is n/a (e.g. deadline miss rate without deadlines)
+    """A mean or std with the digits the run table prints (counts as integers when whole)."""
+    if value != value:  # NaN: the metric is n/a (e.g. a mean over zero jobs, no deadlines)
         return "n/a"
-    if key in ("completed", "unscheduled", "preemptions"):
+    if key in _COUNTS:
         return f"{value:,.1f}" if value != int(value) else f"{int(value):,d}"
-    if key in ("utilization", "deadline_miss_rate"):
-        return f"{value:.3f}"
-    return f"{value:,.1f}"
+    return _FORMATS.get(key, "{:,.2f}").format(value)
 
 
 def _cell(row) -> str:
@@ -474,60 +518,98 @@ def _title(result: CompareResult) -> str:
             f"({instances} instance(s) x {spec.seeds} seed(s))" + (f"; {note}" if note else ""))
 
 
+def _one_case(result: CompareResult) -> bool:
+    """One case per scheduler (one instance, one seed): no spread to show, so no ± column."""
+    return result.runs[["instance", "seed"]].drop_duplicates().shape[0] == 1
+
+
 def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]:
-    """"mean ± std" of one metric per scheduler, in order; the best one wrapped in ``best_style``."""
+    """"mean ± std" of one metric per scheduler, in order (the mean alone for one case); the
+    best one wrapped in ``best_style``."""
     rows = result.table[result.table["metric"] == key].set_index("scheduler")
+    spread = not _one_case(result)
     cells = []
     for name in result.spec.schedulers:
         row = rows.loc[name]
-        text = "n/a" if row["mean"] != row["mean"] else f"{_fmt(key, row['mean'])} ± {_fmt(key, row['std'])}"
+        if row["mean"] != row["mean"]:
+            text = "n/a"
+        else:
+            text = _fmt(key, row["mean"]) + (f" ± {_fmt(key, row['std'])}" if spread else "")
         cells.append(best_style.format(text) if row["best"] else text)
     return cells
 
 
+def unfinished_runs(result: CompareResult) -> dict[str, int]:
+    """Scheduler -> how many of its runs left feasible jobs unfinished (marked † in the tables)."""
+    return ranking.incomplete_counts(result.runs)
+
+
+def _labels(result: CompareResult) -> list[str]:
+    marked = unfinished_runs(result)
+    return [ranking.mark(name, name in marked) for name in result.spec.schedulers]
+
+
+def _footnote(result: CompareResult) -> str:
+    marked = unfinished_runs(result)
+    if not marked:
+        return ""
+    totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
+    return ranking.note(marked, {k: int(v) for k, v in totals.items()})
+
+
 def to_markdown(result: CompareResult) -> str:
-    """Both tables as Markdown; the best mean of each metric in bold."""
+    """Both tables as Markdown; the best mean of each metric in bold; schedulers that left jobs
+    unfinished marked † with a footnote."""
     order = list(result.spec.schedulers)
+    labels = _labels(result)
     note = seed_note(result.spec)
-    lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else []) + ["| Metric | " + " | ".join(f"`{n}`" for n in order) + " |",
-             "|---|" + "---:|" * len(order)]
+    footnote = _footnote(result)
+    lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else [])
+    lines += ["| Metric | " + " | ".join(f"`{n}`" + n_mark[len(n):] for n, n_mark in zip(order, labels)) + " |",
+              "|---|" + "---:|" * len(order)]
     for key, label, _ in METRICS:
         cells = _metric_cells(result, key, "**{}**")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if footnote:
+        lines += ["", footnote + "."]
     lines += ["", f"### Rank by {result.spec.rank_by} per case (1 = best; ties share the mean rank)", ""]
     cases = [c for c in result.ranks.columns if c != "mean_rank"]
     lines.append("| Scheduler | " + " | ".join(cases) + " | Mean rank |")
     lines.append("|---|" + "---:|" * (len(cases) + 1))
     best = result.ranks["mean_rank"].min()
-    for name in order:
+    for name, shown in zip(order, labels):
         r = result.ranks.loc[name]
         mean = f"{r['mean_rank']:.2f}"
-        lines.append(f"| `{name}` | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
+        lines.append(f"| `{name}`{shown[len(name):]} | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
                      + (f"**{mean}**" if r["mean_rank"] == best else mean) + " |")
     return "\n".join(lines) + "\n"
 
 
 def rich_tables(result: CompareResult) -> list:
-    """The metric table (best per row highlighted) and the rank table, as rich Tables."""
+    """The metric table (best per row highlighted) and the rank table, as rich Tables; schedulers
+    that left jobs unfinished are marked † (caption)."""
     from rich.table import Table
 
     order = list(result.spec.schedulers)
-    metrics = Table(title=_title(result))
+    labels = _labels(result)
+    footnote = _footnote(result)
+    metrics = Table(title=_title(result), caption=footnote or None)
     metrics.add_column("Metric")
-    for name in order:
-        metrics.add_column(name, justify="right")
+    for shown in labels:
+        metrics.add_column(shown, justify="right")
     for key, label, _ in METRICS:
         metrics.add_row(label, *_metric_cells(result, key, "[bold green]{}[/]"))
-    ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)")
+    ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)",
+                  caption="† ranked after every run that finished all its feasible jobs" if footnote else None)
     ranks.add_column("Scheduler")
     cases = [c for c in result.ranks.columns if c != "mean_rank"]
     for case in cases:
         ranks.add_column(case, justify="right")
     ranks.add_column("Mean rank", justify="right")
     best = result.ranks["mean_rank"].min()
-    for name in order:
+    for name, shown in zip(order, labels):
         r = result.ranks.loc[name]
         mean = f"{r['mean_rank']:.2f}"
-        ranks.add_row(name, *(f"{r[c]:g}" for c in cases),
+        ranks.add_row(shown, *(f"{r[c]:g}" for c in cases),
                       f"[bold green]{mean}[/]" if r["mean_rank"] == best else mean)
     return [metrics, ranks]

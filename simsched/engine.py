@@ -41,11 +41,22 @@ from simpy.events import NORMAL, URGENT, Event
 from simsched.errors import DecisionError
 from simsched.eventlog import ARRIVE, FINISH, PREEMPT, START, EventLog
 from simsched.eventlog import UNSCHEDULED as UNSCHEDULED_EVENT
-from simsched.jobstore import DONE, PENDING, QUEUED, RUNNING, UNSCHEDULED, JobRecord, JobStore
+from simsched.jobstore import (
+    DONE,
+    INFEASIBLE,
+    PENDING,
+    QUEUED,
+    RUNNING,
+    UNFINISHED,
+    UNSCHEDULED,
+    JobRecord,
+    JobStore,
+)
 from simsched.model import MILLI, Fleet, JobSpec, speed_factor, to_milli, worker_share
 from simsched.policies.base import Decision, Option, Scheduler
 
-__all__ = ["DONE", "PENDING", "QUEUED", "RUNNING", "UNSCHEDULED", "Engine", "EngineConfig", "JobRecord", "View"]
+__all__ = ["DONE", "INFEASIBLE", "PENDING", "QUEUED", "RUNNING", "UNFINISHED", "UNSCHEDULED", "Engine", "EngineConfig",
+           "JobRecord", "View"]
 
 #: SimPy priority of the decision wake-up: after completions (URGENT=0) and arrivals (NORMAL=1).
 DECISION_PRIORITY = 2
@@ -389,7 +400,7 @@ class Engine:
         self.arrivals_left -= 1
         self.events.add(now, ARRIVE, job.index)
         if not job.options:
-            job.status = UNSCHEDULED
+            job.status = INFEASIBLE
             job.reason = "fits no allowed node (too large or no allowed GPU type)"
             self.events.add(now, UNSCHEDULED_EVENT, job.index, reason=job.reason)
             self.outstanding -= 1
@@ -502,6 +513,13 @@ class Engine:
             if arrival_made != round_made:
                 return after if arrival_made < round_made else after + on_time
             j, k = j - 1, k - 1
+
+    def infeasible(self) -> np.ndarray:
+        """Indices (input order) of the jobs no node can ever hold under this run's placement
+        rules: they are taken out at arrival (known before the run starts)."""
+        jobs = self.jobs
+        empty = np.array([len(options) == 0 for options in jobs.option_sets], dtype=bool)
+        return np.flatnonzero(empty[jobs.option_set]) if len(jobs) else np.zeros(0, np.int64)
 
     def _arrival_table(self) -> tuple[array, list[bool]]:
         """Each job's arrival time as :func:`arrival_feeder` produces it (sorted), and whether
@@ -662,10 +680,15 @@ class Engine:
                         len(self.running), events, time.perf_counter() - started)
 
     def _close_unfinished(self) -> None:
-        """Jobs still queued when nothing is left to happen are reported unscheduled."""
+        """Jobs still queued when nothing is left to happen are ``unfinished``: their wait runs to
+        the end of the run and ``end`` holds that time (wait and JCT are censored there, docs/engine.md)."""
+        now = self.env.now
         for job in self.queue.values():
-            job.status = UNSCHEDULED
-            job.reason = "never started (the scheduler left it queued until the end)"
+            job.status = UNFINISHED
+            job.wait_so_far += now - job.queued_since
+            job.end = now
+            job.reason = ("never started (the scheduler left it queued until the end)" if job.preemptions == 0
+                          else "preempted and never restarted (the scheduler left it queued until the end)")
             self.events.add(self.env.now, UNSCHEDULED_EVENT, job.index, reason=job.reason)
             self.jobs.retire(job)
         self.queue = {}

@@ -25,8 +25,13 @@ import numpy as np
 from simsched.model import JobSpec
 from simsched.policies.base import Option
 
-QUEUED, RUNNING, DONE, UNSCHEDULED, PENDING = "queued", "running", "done", "unscheduled", "pending"
-STATUSES = (PENDING, QUEUED, RUNNING, DONE, UNSCHEDULED)
+QUEUED, RUNNING, DONE, PENDING = "queued", "running", "done", "pending"
+#: no node of the fleet can ever hold the job (taken out at arrival; SPEC §3 calls these "unscheduled")
+INFEASIBLE = "infeasible"
+#: the policy left the job queued when nothing else was left to happen (it counts in the metrics)
+UNFINISHED = "unfinished"
+UNSCHEDULED = INFEASIBLE  # the old name of the status, kept for code that imports it
+STATUSES = (PENDING, QUEUED, RUNNING, DONE, INFEASIBLE, UNFINISHED)
 _STATUS_CODE = {s: i for i, s in enumerate(STATUSES)}
 
 # flags column: which times were Python ints (SimPy's clock starts at the int 0), so a
@@ -300,6 +305,8 @@ class JobStore(Sequence[JobRecord]):
             path[i] = self.paths.code(tuple(job.clusters))
             reason[i] = self.reasons.code(job.reason)
         done = status == _STATUS_CODE[DONE]
+        # an unfinished job's wait and JCT are censored at the end of the run (its `end` holds that time)
+        counted = done | (status == _STATUS_CODE[UNFINISHED])
         # pandas makes an int64 column of a list of Python ints: every start was the int clock
         all_int_starts = len(status) > 0 and bool((flags & _INT_FIRST_START).all())
         type_names = np.array([t or "" for t in self.gpu_types.values], dtype=object)
@@ -310,8 +317,8 @@ class JobStore(Sequence[JobRecord]):
             "submit": self.submit,
             "start": first_start.astype(np.int64) if all_int_starts else first_start,
             "end": np.where(done, end, math.nan),
-            "wait": np.where(done, wait, math.nan),
-            "jct": np.where(done, end - self.submit, math.nan),
+            "wait": np.where(counted, wait, math.nan),
+            "jct": np.where(counted, end - self.submit, math.nan),
             "cluster": path_names[path],
             "gpu_type": type_names[gpu_type],
             "preemptions": preemptions,

@@ -22,20 +22,30 @@ JOB_OUTPUT_COLUMNS = (
 #: the §7 summary metrics shown to people: key, label, higher is better, number format
 SUMMARY_METRICS: tuple[tuple[str, str, bool, str], ...] = (
     ("completed", "Completed jobs", True, "{:,.0f}"),
-    ("unscheduled", "Unscheduled jobs", False, "{:,.0f}"),
-    ("avg_jct", "Avg JCT (s)", False, "{:,.1f}"),
-    ("weighted_jct", "Weighted JCT (s)", False, "{:,.1f}"),
-    ("avg_wait", "Avg wait (s)", False, "{:,.1f}"),
-    ("max_wait", "Max wait (s)", False, "{:,.1f}"),
-    ("cq_avg", "C_q,avg (s)", False, "{:,.1f}"),
-    ("weighted_wait", "Weighted avg wait (s)", False, "{:,.1f}"),
-    ("cq_max", "C_q,max (s)", False, "{:,.1f}"),
+    ("unfinished", "Unfinished jobs", False, "{:,.0f}"),
+    ("infeasible", "Infeasible jobs", False, "{:,.0f}"),
+    ("avg_jct", "Avg JCT (s)", False, "{:,.2f}"),
+    ("weighted_jct", "Weighted JCT (s)", False, "{:,.2f}"),
+    ("avg_wait", "Avg wait (s)", False, "{:,.2f}"),
+    ("max_wait", "Max wait (s)", False, "{:,.2f}"),
+    ("cq_avg", "C_q,avg (s)", False, "{:,.2f}"),
+    ("weighted_wait", "Weighted avg wait (s)", False, "{:,.2f}"),
+    ("cq_max", "C_q,max (s)", False, "{:,.2f}"),
     ("utilization", "GPU-time utilization", True, "{:.3f}"),
     ("deadline_miss_rate", "Deadline miss rate", False, "{:.3f}"),
     ("preemptions", "Preemptions", False, "{:,.0f}"),
     ("makespan", "Makespan (s)", False, "{:,.0f}"),
     ("objective", "Objective", False, "{:,.2f}"),
 )
+
+#: metrics taken over the counted jobs (completed + unfinished): shown with that count beside them
+MEAN_METRICS = ("avg_jct", "weighted_jct", "avg_wait", "max_wait", "cq_avg", "weighted_wait", "cq_max",
+                "deadline_miss_rate", "objective")
+
+#: old metric names still accepted where a metric is named (rank_by, experiment metric). Ranking by
+#: ``unscheduled`` (infeasible + unfinished) is ranking by ``unfinished``: the infeasible jobs are the
+#: same for every policy of one case.
+METRIC_ALIASES = {"unscheduled": "unfinished"}
 
 
 def jobs_frame(records: Sequence, cluster_names: Sequence[str],
@@ -58,12 +68,13 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
         records = ()
     for job in records:
         done = job.status == "done"
+        counted = done or job.status == "unfinished"  # wait and JCT censored at the run's end
         rows["job_id"].append(job.job_id)
         rows["submit"].append(job.submit)
         rows["start"].append(job.first_start)  # NaN when it never started
         rows["end"].append(job.end if done else math.nan)
-        rows["wait"].append(job.wait_so_far if done else math.nan)
-        rows["jct"].append(job.end - job.submit if done else math.nan)
+        rows["wait"].append(job.wait_so_far if counted else math.nan)
+        rows["jct"].append(job.end - job.submit if counted else math.nan)
         rows["cluster"].append("|".join(cluster_names[c] for c in job.clusters))
         rows["gpu_type"].append(job.gpu_type_used or "")
         rows["preemptions"].append(job.preemptions)
@@ -85,54 +96,78 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
 
 def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float, float, float],
            kind: str = "eq5", w: float = 0.5) -> dict:
-    done = df[df["status"] == "done"]
-    u = done["weight"].to_numpy(float)
-    jct = done["jct"].to_numpy(float)
-    wait = done["wait"].to_numpy(float)
-    has_deadline = done["deadline"].notna().to_numpy()
-    util = float(df["gpu_seconds"].sum()) / (gpus * makespan) if gpus > 0 and makespan > 0 else 0.0
-    cq_avg = float(np.mean(u * wait)) if len(done) else 0.0
-    cq_max = float(np.max(u * wait)) if len(done) else 0.0
-    w1, w2, w3 = weights
-    avg_jct = float(jct.mean()) if len(done) else 0.0
-    max_wait = float(wait.max()) if len(done) else 0.0
+    """The metrics of one set of jobs. Every mean and max is over the *counted* jobs: completed
+    and unfinished (their wait and JCT censored at the end of the run), never over the
+    infeasible ones; over zero jobs it is None (shown "n/a"), never 0."""
+    status = df["status"]
+    counted_rows = df[status.isin(("done", "unfinished"))]
+    done = status == "done"
+    unfinished = int((status == "unfinished").sum())
+    infeasible = int((status == "infeasible").sum())
+    n = len(counted_rows)
+    u = counted_rows["weight"].to_numpy(float)
+    jct = counted_rows["jct"].to_numpy(float)
+    wait = counted_rows["wait"].to_numpy(float)
+    has_deadline = counted_rows["deadline"].notna().to_numpy()
+    util = float(df["gpu_seconds"].sum()) / (gpus * makespan) if gpus > 0 and makespan > 0 else None
+    cq_avg = float(np.mean(u * wait)) if n else None
+    cq_max = float(np.max(u * wait)) if n else None
+    avg_jct = float(jct.mean()) if n else None
+    max_wait = float(wait.max()) if n else None
+    if kind == "eq16":
+        objective = None if avg_jct is None else w * avg_jct + (1.0 - w) * max_wait
+    else:
+        w1, w2, w3 = weights
+        objective = None if cq_avg is None else w1 * cq_avg + w2 * cq_max + w3 * (1.0 - (util or 0.0))
+    # an unfinished job never meets its deadline: it counts as a miss
+    ends = np.where(counted_rows["status"].to_numpy() == "done", counted_rows["end"].to_numpy(float), np.inf)
     return {
         "jobs": int(len(df)),
-        "completed": int(len(done)),
-        "unscheduled": int((df["status"] == "unscheduled").sum()),
+        "completed": int(done.sum()),
+        "unfinished": unfinished,
+        "infeasible": infeasible,
+        "unscheduled": infeasible + unfinished,  # the old key (every job that did not complete)
+        "counted": n,  # the jobs every mean and max below is over
         "avg_jct": avg_jct,
-        "weighted_jct": float((u * jct).sum() / u.sum()) if len(done) else 0.0,
-        "avg_wait": float(wait.mean()) if len(done) else 0.0,
+        "weighted_jct": float((u * jct).sum() / u.sum()) if n else None,
+        "avg_wait": float(wait.mean()) if n else None,
         "max_wait": max_wait,
         "cq_avg": cq_avg,
         # the course's "average weighted wait": sum(u q) / sum(u), next to C_q,avg = mean(u q)
-        "weighted_wait": float((u * wait).sum() / u.sum()) if len(done) else 0.0,
+        "weighted_wait": float((u * wait).sum() / u.sum()) if n else None,
         "cq_max": cq_max,
         "utilization": util,
-        "deadline_miss_rate": float((done["end"].to_numpy(float)[has_deadline]
-                                     > done["deadline"].to_numpy(float)[has_deadline]).mean())
-        if has_deadline.any() else None,  # n/a, not 0: no completed job has a deadline
+        "deadline_miss_rate": float((ends[has_deadline] > counted_rows["deadline"].to_numpy(float)[has_deadline]).mean())
+        if has_deadline.any() else None,  # n/a, not 0: no counted job has a deadline
         "preemptions": int(df["preemptions"].sum()),
-        "objective": (w * avg_jct + (1.0 - w) * max_wait) if kind == "eq16"
-        else w1 * cq_avg + w2 * cq_max + w3 * (1.0 - util),
+        "objective": objective,
     }
 
 
 def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
               weights: tuple[float, float, float] = (1.0, 1.0, 1.0), *, kind: str = "eq5",
               w: float = 0.5) -> dict:
-    """Every §7 metric over the whole run and per cluster (a job counts for the last cluster it ran in).
+    """Every §7 metric over the whole run and per cluster (a job counts for the last cluster it
+    ran in; an unfinished job that never ran, for its home cluster if it has one).
 
-    Utilisation is GPU-seconds held by jobs / (GPUs x makespan), makespan = last
-    end - first submit; C_q,avg and C_q,max are mean and max of weight x wait
-    over completed jobs; the objective is Eq. 5 with these three terms, or with
-    ``kind = "eq16"`` Eq. 16 = w avg_jct + (1 - w) max_wait (unweighted, completed jobs).
+    Utilisation is GPU-seconds held by jobs / (GPUs x makespan), makespan = the run's end (the
+    last completion, or the end of the run when jobs are left unfinished) - first submit;
+    C_q,avg and C_q,max are mean and max of weight x wait over the counted jobs (completed and
+    unfinished, docs/engine.md "Every job counts"); the objective is Eq. 5 with these three terms,
+    or with ``kind = "eq16"`` Eq. 16 = w avg_jct + (1 - w) max_wait (unweighted).
     """
     ends = df["end"].dropna()
+    unfinished = df["status"] == "unfinished"
+    if unfinished.any():  # jobs.csv leaves their end empty; submit + censored JCT = the run's end
+        ends = pd.concat([ends, df.loc[unfinished, "submit"] + df.loc[unfinished, "jct"]])
     makespan = float(ends.max() - df["submit"].min()) if len(ends) else 0.0
     summary = _block(df, float(sum(cluster_gpus.values())), makespan, weights, kind, w)
     summary["makespan"] = makespan
     last_cluster = last_clusters(df)
+    unplaced = (last_cluster == "") & (df["status"] == "unfinished").to_numpy(bool)
+    if unplaced.any():
+        last_cluster = last_cluster.copy()
+        last_cluster[unplaced] = df["home_cluster"].fillna("").astype(str).to_numpy(object)[unplaced]
     summary["per_cluster"] = {}
     for name, gpus in cluster_gpus.items():
         in_cluster = last_cluster == name

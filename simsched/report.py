@@ -7,7 +7,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from simsched.engine import Progress as Snapshot
-from simsched.metrics import SUMMARY_METRICS
+from simsched.metrics import MEAN_METRICS, SUMMARY_METRICS
 
 
 class LiveProgress:
@@ -38,7 +38,9 @@ class LiveProgress:
 
 
 def metric_table(summary: dict, title: str = "Results") -> Table:
-    """Overall metrics, one column per cluster when there are several."""
+    """Overall metrics, one column per cluster when there are several. When a policy left jobs
+    unfinished, every mean and max says so beside it: ``[+k unfinished]`` (they are in it,
+    censored at the end of the run; docs/engine.md "Every job counts")."""
     table = Table(title=title)
     table.add_column("Metric")
     table.add_column("All", justify="right")
@@ -48,18 +50,37 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
         for name in clusters:
             table.add_column(name, justify="right")
     for key, label, _, fmt in SUMMARY_METRICS:
-        cells = [_format(fmt, summary[key])]
+        if key not in summary:  # e.g. a summary.json written before the key existed
+            continue
+        cells = [_cell(key, fmt, summary)]
         if show_clusters:
             # the makespan is one for the whole run; the rest differ per cluster
-            cells += ["" if key == "makespan" else _format(fmt, block[key]) for block in clusters.values()]
+            cells += ["" if key == "makespan" else _cell(key, fmt, block) for block in clusters.values()]
         table.add_row(label, *cells)
     skipped = summary.get("skipped_rows") or {}
+    captions = []
     if skipped.get("skipped"):  # bad input rows never pass silently (SPEC §5)
         reasons = ", ".join(f"{n} {reason}" for reason, n in
                             sorted(skipped.get("by_reason", {}).items(), key=lambda item: -item[1])[:3])
         table.add_row("Skipped input rows", f"{skipped['skipped']:,d}", *([""] * len(clusters) if show_clusters else []))
-        table.caption = f"skipped rows: {reasons}" + (" ..." if len(skipped.get("by_reason", {})) > 3 else "")
+        captions.append(f"skipped rows: {reasons}" + (" ..." if len(skipped.get("by_reason", {})) > 3 else ""))
+    if summary.get("unfinished"):
+        captions.append(f"{summary['unfinished']:,d} job(s) left unfinished by the policy: their wait and JCT "
+                        f"run to the end of the run (t={summary.get('simulated_until', float('nan')):,.0f} s) "
+                        "and are in every mean")
+    if summary.get("infeasible"):
+        captions.append(f"{summary['infeasible']:,d} infeasible job(s) (no node can hold them) are left out of "
+                        "every metric")
+    if captions:
+        table.caption = "; ".join(captions)
     return table
+
+
+def _cell(key: str, fmt: str, block: dict) -> str:
+    text = _format(fmt, block.get(key))
+    if key in MEAN_METRICS and block.get("unfinished") and text != "n/a":
+        text += f" [+{block['unfinished']:,d} unfinished]"
+    return text
 
 
 def _format(fmt: str, value) -> str:

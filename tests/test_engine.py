@@ -116,10 +116,11 @@ def test_job_too_large_is_unscheduled_and_does_not_block(tmp_path):
     jobs = ["BIG,0,10,64,,,,,", "A,1,5,4,,,,,"]
     result = simsched.run(write_scenario(tmp_path, clusters=TWO_BY_FOUR, scheduler=STRICT, jobs=jobs))
     rows = result.jobs.set_index("job_id")
-    assert rows.loc["BIG", "status"] == "unscheduled"
+    assert rows.loc["BIG", "status"] == "infeasible"
     assert rows.loc["BIG", "start"] != rows.loc["BIG", "start"]  # NaN: empty in jobs.csv
     assert (rows.loc["A", "start"], rows.loc["A", "end"]) == (1, 6)
-    assert result.summary["unscheduled"] == 1 and result.summary["completed"] == 1
+    assert result.summary["infeasible"] == 1 and result.summary["completed"] == 1
+    assert result.summary["unscheduled"] == 1 and result.summary["unfinished"] == 0  # the old key: both kinds
 
 
 class PreemptForUrgent:

@@ -53,7 +53,7 @@ def assert_same(path: Path, graph, seed: int | None = None) -> None:
     np.testing.assert_array_equal(np.where(out.status == 3, out.end, np.nan), jobs["end"].to_numpy(float))
     np.testing.assert_array_equal(np.where(out.status == 3, out.wait, np.nan), jobs["wait"].to_numpy(float))
     np.testing.assert_array_equal(out.gpu_seconds, jobs["gpu_seconds"].to_numpy(float))
-    assert list(np.where(out.status == 3, "done", "unscheduled")) == list(jobs["status"])
+    assert list(np.where(out.status == 3, "done", "infeasible")) == list(jobs["status"])
     assert fastsim.objective(instance, graph) == result.summary["objective"]
 
 

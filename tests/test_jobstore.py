@@ -169,7 +169,7 @@ def test_rebuilt_records_equal_the_records_when_they_left_play(monkeypatch, case
     if name == "int-clock":
         assert any(type(r.first_start) is int for r in store)  # SimPy's clock starts at the int 0
     statuses = {r.status for r in store}
-    assert "unscheduled" in statuses and "done" in statuses
+    assert "infeasible" in statuses and "done" in statuses
 
 
 @pytest.mark.parametrize("case", range(4), ids=[name for name, _ in engines()])
@@ -227,7 +227,7 @@ def test_store_reads_as_a_sequence_and_by_id():
     with pytest.raises(IndexError):
         store[121]
     assert engine.run()
-    assert engine.by_id["huge"].status == "unscheduled"
+    assert engine.by_id["huge"].status == "infeasible"
     assert engine.by_id["j7"].job_id == "j7" and "j7" in engine.by_id and len(engine.by_id) == 121
 
 
@@ -326,9 +326,9 @@ def test_a_store_pickles_and_its_copy_works():
     before = pickle.loads(pickle.dumps(engine.jobs))
     job = before.record(3)
     assert same(fields(job), fields(engine.jobs[3]))
-    job.status, job.end, job.reason = "unscheduled", 12.5, "test"
+    job.status, job.end, job.reason = "infeasible", 12.5, "test"
     before.retire(job)  # the remade views write into the copy's columns
-    assert before[3].status == "unscheduled" and before[3].reason == "test" and engine.jobs[3].status == "pending"
+    assert before[3].status == "infeasible" and before[3].reason == "test" and engine.jobs[3].status == "pending"
     assert engine.run()
     after = pickle.loads(pickle.dumps(engine.jobs))
     assert all(same(fields(a), fields(b)) for a, b in zip(after, engine.jobs))

@@ -55,10 +55,10 @@ def test_invariants(tmp_path_factory, jobs, policy, placement, backfill):
     result = simsched.run(path)
     # no node ever above capacity
     assert _replay_capacity(result) <= 0
-    # every job finishes or is reported unscheduled (16 GPUs fit no node of 8 with 2 workers of 8: ok)
+    # every job finishes or is reported infeasible (16 GPUs fit no node of 8 with 2 workers of 8: ok)
     status = result.jobs["status"]
-    assert set(status) <= {"done", "unscheduled"}
-    assert (status == "done").sum() + (status == "unscheduled").sum() == len(jobs)
+    assert set(status) <= {"done", "infeasible"}
+    assert (status == "done").sum() + (status == "infeasible").sum() == len(jobs)
     done = result.jobs[status == "done"]
     assert (done["start"] >= done["submit"]).all() and (done["end"] >= done["start"]).all()
     # same scenario, same seed: identical jobs.csv

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.metrics import SUMMARY_METRICS
+from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
 from simsched.params import Params
 from simsched.scenario import read_toml
 
@@ -167,7 +167,8 @@ def load_spec(path: str | Path, preset: str | None = None) -> ExperimentSpec:
     ea_streams = tuple(range(ea)) if isinstance(ea, int) else ea
     names = [entry.name for entry in schedulers]
     headline = top.get("headline", str, names[0], choices=names)
-    metric = top.get("metric", str, "objective", choices=list(METRICS))
+    metric = top.get("metric", str, "objective", choices=list(METRICS) + list(METRIC_ALIASES))
+    metric = METRIC_ALIASES.get(metric, metric)
     record = top.get_list("record", str, [])
     for item in record:
         if item not in RECORDS:

@@ -10,7 +10,9 @@ Definitions (docs/experiment.md):
   ``scipy.stats.bootstrap``, 2,000 resamples, a fixed generator so the
   tables are reproducible).
 - *Case ranks*: schedulers ranked within each case (1 = best, ties share the
-  mean rank); the mean rank gets the same bootstrap CI.
+  mean rank); a run that left feasible jobs unfinished ranks after every run
+  that finished all of them, whatever the metric (:mod:`simsched.ranking`);
+  the mean rank gets the same bootstrap CI.
 - *Instance ranks* (the paper's Fig. 4): the metric averaged over seeds per
   instance, then ranked; ``first`` counts the instances where a scheduler
   ranks first (shared firsts count for each).
@@ -29,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.experiment.spec import METRICS, ExperimentSpec
+from simsched.ranking import UNFINISHED, case_ranks, incomplete
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
@@ -84,12 +87,12 @@ def compute(results: pd.DataFrame, spec: ExperimentSpec, decisions: pd.DataFrame
     point = _point_keys(spec)
     cases = collapse_streams(results, spec)
     case_keys = point + list(CASE)
-    cases["rank"] = cases.groupby(case_keys, sort=False, dropna=False)[metric].rank(method="average",
-                                                                                  ascending=ascending)
-    inst = (cases.groupby(point + ["scenario", "instance", "scheduler"], sort=False, dropna=False)[metric]
+    # runs that left jobs unfinished rank after every run that finished all its feasible jobs (simsched.ranking)
+    cases["rank"] = case_ranks(cases, case_keys, metric, not ascending)
+    averaged = [metric] + ([UNFINISHED] if UNFINISHED in cases.columns and metric != UNFINISHED else [])
+    inst = (cases.groupby(point + ["scenario", "instance", "scheduler"], sort=False, dropna=False)[averaged]
             .mean().reset_index())
-    inst["rank"] = inst.groupby(point + ["scenario", "instance"], sort=False, dropna=False)[metric].rank(
-        method="average", ascending=ascending)
+    inst["rank"] = case_ranks(inst, point + ["scenario", "instance"], metric, not ascending)
     best = inst.groupby(point + ["scenario", "instance"], sort=False, dropna=False)["rank"].transform("min")
     inst["first"] = inst["rank"] == best
     order = {name: i for i, name in enumerate(spec.scheduler_names)}
@@ -104,7 +107,9 @@ def compute(results: pd.DataFrame, spec: ExperimentSpec, decisions: pd.DataFrame
         for column, value in zip(point + ["scheduler"], key):
             selector &= _equal(inst[column], value)
         first = int(inst.loc[selector, "first"].sum())
+        unfinished = int(incomplete(group).sum())
         records.append({**dict(zip(point + ["scheduler"], key)), "n": len(values), "mean": float(values.mean()),
+                        "unfinished_cases": unfinished,
                         "ci_low": low, "ci_high": high, "mean_rank": float(ranks.mean()), "rank_ci_low": rank_low,
                         "rank_ci_high": rank_high, "first": first,
                         "instances": int(selector.sum())})

@@ -16,6 +16,7 @@ from simsched import atomic
 from simsched.experiment.spec import METRICS, ExperimentSpec
 from simsched.experiment.stats import ExperimentStats
 from simsched.metrics import SUMMARY_METRICS
+from simsched.ranking import mark, note
 
 #: other metrics shown as means beside the headline metric
 SIDE_METRICS = ("avg_jct", "avg_wait", "max_wait", "cq_avg", "cq_max", "utilization", "preemptions")
@@ -67,12 +68,15 @@ def _by_point(frame: pd.DataFrame, spec: ExperimentSpec) -> Iterator[tuple[str, 
 def summary_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the main table at one grid point (text cells)."""
     frame = dict(_by_point(stats.summary, spec))[point]
-    best_mean = frame["mean"].max() if spec.higher_is_better else frame["mean"].min()
+    finished = frame[frame["unfinished_cases"] == 0] if "unfinished_cases" in frame.columns else frame
+    pool = finished["mean"] if len(finished) else frame["mean"]  # best among runs that finished every job
+    best_mean = pool.max() if spec.higher_is_better else pool.min()
     best_rank = frame["mean_rank"].min()
     header = ["scheduler", "cases", f"mean {spec.metric}", "95% CI", "mean rank", "95% CI", "first on"]
     rows = []
     for r in frame.itertuples():
-        rows.append([r.scheduler, str(r.n), ("*" if r.mean == best_mean else "") + _num(r.mean),
+        left = getattr(r, "unfinished_cases", 0)
+        rows.append([mark(r.scheduler, bool(left)), str(r.n), ("*" if r.mean == best_mean else "") + _num(r.mean),
                      f"[{_num(r.ci_low)}, {_num(r.ci_high)}]", ("*" if r.mean_rank == best_rank else "")
                      + f"{r.mean_rank:.2f}", f"[{_num(r.rank_ci_low, 2)}, {_num(r.rank_ci_high, 2)}]",
                      f"{r.first} of {r.instances}"])
@@ -121,6 +125,10 @@ def to_markdown(stats: ExperimentStats, spec: ExperimentSpec, title: str) -> str
         if point:
             lines += [f"## {point}", ""]
         lines += _markdown_table(*summary_rows(stats, spec, point)) + [""]
+        frame = dict(_by_point(stats.summary, spec))[point]
+        if "unfinished_cases" in frame.columns and (frame["unfinished_cases"] > 0).any():
+            counts = {r.scheduler: int(r.unfinished_cases) for r in frame.itertuples() if r.unfinished_cases}
+            lines += [note(counts, {r.scheduler: int(r.n) for r in frame.itertuples()}) + ".", ""]
         header, rows = side_rows(stats, spec, point)
         if len(header) > 1:
             lines += ["Means of other metrics:", ""] + _markdown_table(header, rows) + [""]
@@ -170,7 +178,12 @@ def rich_tables(stats: ExperimentStats, spec: ExperimentSpec, title: str) -> lis
     out = []
     for point, _ in _by_point(stats.summary, spec):
         label = f"{title}" + (f" — {point}" if point else "")
-        out.append(table(label, *summary_rows(stats, spec, point)))
+        main = table(label, *summary_rows(stats, spec, point))
+        frame = dict(_by_point(stats.summary, spec))[point]
+        if "unfinished_cases" in frame.columns and (frame["unfinished_cases"] > 0).any():
+            main.caption = note({r.scheduler: int(r.unfinished_cases) for r in frame.itertuples() if r.unfinished_cases},
+                                {r.scheduler: int(r.n) for r in frame.itertuples()})
+        out.append(main)
         header, rows = side_rows(stats, spec, point)
         if len(header) > 1:
             out.append(table("means of other metrics", header, rows))
