@@ -19,16 +19,19 @@ from pathlib import Path
 
 from simsched import interrupts
 from simsched.cli_args import Parser as _Parser
+from simsched.cli_args import add_override_flags as _add_override_flags
 from simsched.cli_args import add_plot_flags as _add_plot_flags
 from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
-from simsched.errors import InputError, SimschedError
+from simsched.cli_args import scheduler_flags as _scheduler_flags
+from simsched.errors import InputError, SimschedError, did_you_mean
 
 #: Subcommand name -> "module:function(argv) -> exit code", imported only when used.
 #: A new subcommand is one line here and a module of its own.
 SUBCOMMANDS: dict[str, str] = {
     "validate": "simsched.cli:_validate",
+    "gpu-types": "simsched.cli:_gpu_types",
     "compare": "simsched.cli:_compare",
     "learn": "simsched.learn_cli:learn_command",
     "rl": "simsched.rl.cli:rl_command",
@@ -47,17 +50,7 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=_non_negative_int, help="override the scenario seed")
-    p.add_argument("--jobs", "--jobs-limit", dest="jobs", type=_positive_int, metavar="N",
-                   help="keep only the first N jobs (workload.jobs_limit)")
-    p.add_argument("--gpus-limit", type=_positive_int, metavar="N",
-                   help="keep the first N nodes of every GPU type (the course's --gpus_limit, which counts "
-                        "machines per type)")
-    p.add_argument("--policy", help="scheduler.policy: a built-in name or my_policy.py:MyPolicy")
-    p.add_argument("--placement", help="scheduler.placement (first_fit, best_fit, ...)")
-    p.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=None,
-                   help="scheduler.backfill: start jobs behind one that does not fit")
-    p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
-                   help="scheduler.heterogeneous: let jobs run on other GPU types")
+    _add_override_flags(p)
     p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json "
                                                 "here (docs/outputs.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
@@ -80,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         interrupts.install(watchdog=as_program)
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
+        if argv and not argv[0].startswith("-") and not Path(argv[0]).exists():
+            hint = did_you_mean(argv[0], SUBCOMMANDS)
+            if hint:  # `python -m simsched comapre ...`: a near miss of a subcommand, not a scenario
+                raise InputError(f"python -m simsched: unknown subcommand {argv[0]!r}{hint}; "
+                                 f"subcommands: {', '.join(SUBCOMMANDS)}")
         return _run(argv)
     except InputError as exc:
         return _fail(exc, f"error: {_one_line(exc)}", 2, debug)
@@ -118,18 +116,17 @@ def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
 def _run(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)  # before the heavy imports: --help stays fast
 
-    from rich.console import Console
 
     from simsched.api import simulation
     from simsched.atomic import check_out_dir
-    from simsched.report import LiveProgress, metric_table
+    from simsched.report import LiveProgress, metric_table, wide_console
     from simsched.scenario import load_scenario
 
     pictures = _check_plot_flags(args, "python -m simsched")  # before anything is created or run
     if args.out:
         check_out_dir(args.out)
     scenario = _with_flags(load_scenario(args.scenario), args)
-    console = Console(stderr=True)
+    console = wide_console(stderr=True, minimum=160)  # piped: the progress line and warnings are not cut
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
     for warning in ready.warnings:
@@ -156,10 +153,8 @@ def _run(argv: list[str]) -> int:
             title = f"{scenario.name}: {scenario.scheduler.policy} (seed {result.summary['seed']})"
             if result.partial:
                 title += f" -- PARTIAL, interrupted at t={result.summary['simulated_until']:,.0f} s"
-            out = Console()
-            if not out.is_terminal:  # a file or pipe: wide enough for one column per cluster
-                out = Console(width=max(100, 34 + 16 * (len(scenario.clusters) + 1)))
-            out.print(metric_table(result.summary, title))
+            table = metric_table(result.summary, title)
+            wide_console([table]).print(table)  # a file or pipe: wide enough for the whole table
             if args.out:
                 console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, nodes.csv, spells.csv, "
                               "timeline.csv, summary.json")
@@ -182,33 +177,40 @@ def _with_flags(scenario, args: argparse.Namespace):
 
     from simsched.policies import resolve_policy_ref
 
-    for flag, key in (("policy", "policy"), ("placement", "placement"), ("backfill", "backfill"),
-                      ("heterogeneous", "heterogeneous")):
-        value = getattr(args, flag)
-        if value is not None:
-            if key == "policy":
-                value = resolve_policy_ref(value, scenario.path)
-            scenario = scenario.with_scheduler_keys({key: value}, f"--{flag}")
+    for key, value in _scheduler_flags(args).items():
+        if key == "policy":
+            value = resolve_policy_ref(value, scenario.path)
+        scenario = scenario.with_scheduler_keys({key: value}, f"--{key}")
     recorded = {}
     if args.jobs is not None:
         recorded["jobs_limit"] = args.jobs
-    if args.gpus_limit is not None:
-        scenario = scenario.with_overrides(gpus_limit=args.gpus_limit)
-        recorded["gpus_limit"] = args.gpus_limit
+    if args.nodes_per_type is not None:
+        scenario = scenario.with_overrides(nodes_per_type=args.nodes_per_type)
+        recorded["nodes_per_type"] = args.nodes_per_type
     return replace(scenario, overrides={**scenario.overrides, **recorded}) if recorded else scenario
 
 
 def _validate(argv: list[str]) -> int:
     """Check a scenario, its workload and its scheduler without simulating: everything a run
-    checks (the run is built up to its first event), with the same warnings."""
+    checks (the run is built up to its first event), with the same warnings. ``--policy
+    FILE.py:Class`` loads that policy instead of the scenario's and checks its methods against
+    the interface, without calling them."""
     p = _Parser(prog="python -m simsched validate", description="Validate a scenario and its workload.")
     p.add_argument("scenario")
+    p.add_argument("--policy", metavar="FILE.py:Class",
+                   help="load this policy (or a built-in name) and type-check it, without running it")
     args = p.parse_args(argv)
 
     from simsched.api import simulation
+    from simsched.policies import resolve_policy_ref
+    from simsched.policies.user import UserPolicy, check_interface
     from simsched.scenario import load_scenario
 
-    ready = simulation(load_scenario(args.scenario))
+    scenario = load_scenario(args.scenario)
+    if args.policy is not None:
+        scenario = scenario.with_scheduler_keys({"policy": resolve_policy_ref(args.policy, scenario.path)},
+                                                "--policy")
+    ready = simulation(scenario)
     fleet = ready.engine.fleet
     for warning in ready.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -216,6 +218,46 @@ def _validate(argv: list[str]) -> int:
     print(f"{args.scenario}: ok: {len(fleet.clusters)} cluster(s), {len(fleet.nodes)} nodes, "
           f"{fleet.total_gpus} GPUs; {len(ready.engine.jobs)} jobs ({infeasible} infeasible); "
           f"{ready.skipped['skipped']} rows skipped; policy {ready.scenario.scheduler.policy}")
+    scheduler = ready.engine.scheduler
+    if args.policy is not None and isinstance(scheduler, UserPolicy):
+        print(f"{scheduler.where()}: ok: {scheduler.name} loads and defines " + ", ".join(check_interface(scheduler)))
+    return 0
+
+
+def _gpu_types(argv: list[str]) -> int:
+    """The GPU type catalog: every valid ``gpu_type`` name with its speed, memory and source."""
+    p = _Parser(prog="python -m simsched gpu-types",
+                description="List the GPU types a scenario may name (the built-in catalog, or a scenario's).")
+    p.add_argument("scenario", nargs="?", help="also show the types this scenario adds or overrides")
+    p.add_argument("--csv", action="store_true", help="plain CSV rows (name,speedup,memory_gb,source)")
+    args = p.parse_args(argv)
+
+    from simsched.model import builtin_gpu_types
+
+    types = builtin_gpu_types()
+    if args.scenario:
+        from simsched.scenario import load_scenario
+
+        types = load_scenario(args.scenario).gpu_types
+    if args.csv:
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["name", "speedup", "memory_gb", "source"])
+        for t in types.values():
+            writer.writerow([t.name, f"{t.speedup:g}", f"{t.memory_gb:g}", t.source])
+        return 0
+    from rich.table import Table
+
+    from simsched.report import wide_console
+
+    table = Table(title="GPU types (speedup: throughput relative to V100; memory per GPU)")
+    for column, justify in (("gpu_type", "left"), ("speedup", "right"), ("memory (GB)", "right"),
+                            ("source", "left")):
+        table.add_column(column, justify=justify)
+    for t in types.values():
+        table.add_row(t.name, f"{t.speedup:g}", f"{t.memory_gb:g}", t.source)
+    wide_console([table]).print(table)
     return 0
 
 
@@ -236,6 +278,7 @@ def _compare(argv: list[str]) -> int:
         write_partial,
     )
     from simsched.interrupts import exit_code
+    from simsched.report import wide_console
 
     p = _Parser(prog="python -m simsched compare",
                 description="Compare schedulers on a scenario over several seeds (and [compare] instances).")
@@ -249,7 +292,7 @@ def _compare(argv: list[str]) -> int:
                    help="local processes (default) or a Ray cluster (pip install -e '.[ray]')")
     p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
     p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here")
-    p.add_argument("--jobs", type=_positive_int, help="keep only the first N jobs of every instance")
+    _add_override_flags(p, policy=False)  # as run's: --jobs-limit, --nodes-per-type, --placement, ...
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     p.add_argument("--resume", action="store_true",
@@ -272,7 +315,8 @@ def _compare(argv: list[str]) -> int:
         if not schedulers:
             raise InputError("python -m simsched compare: --schedulers: give at least one name")
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
-                        rank_by=args.rank_by)
+                        rank_by=args.rank_by, nodes_per_type=args.nodes_per_type,
+                        scheduler_keys=_scheduler_flags(args))
     where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs,
                  out=args.out, resume=args.resume)
     try:
@@ -305,10 +349,9 @@ def _compare(argv: list[str]) -> int:
     for warning in warnings_of(result):  # before the tables, where they are seen
         print(f"warning: {warning}", file=sys.stderr)
     if not args.quiet:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=max(100, 28 + 24 * len(spec.schedulers)))
-        for table in rich_tables(result):
+        tables = rich_tables(result)
+        console = wide_console(tables)  # piped: as wide as the tables, so no header is cut
+        for table in tables:
             console.print(table)
     if args.out:
         paths = result.write(args.out)

@@ -7,6 +7,7 @@ imports another (no import circles).
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from simsched.errors import InputError
 
@@ -36,6 +37,33 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
+
+
+#: the ``[scheduler]`` keys a flag of the same name replaces (run: all four; compare: not policy)
+SCHEDULER_FLAGS = ("policy", "placement", "backfill", "heterogeneous")
+
+
+def add_override_flags(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
+    """The flags that replace scenario keys, shared by ``run`` and ``compare`` (one place, so every
+    command that runs a scenario takes the same ones). ``--gpus-limit`` is the course's name for
+    ``--nodes-per-type`` (it counts machines per type, like the key ``nodes_per_type``)."""
+    p.add_argument("--jobs", "--jobs-limit", dest="jobs", type=positive_int, metavar="N",
+                   help="keep only the first N jobs (workload.jobs_limit)")
+    p.add_argument("--nodes-per-type", "--gpus-limit", dest="nodes_per_type", type=positive_int, metavar="N",
+                   help="keep the first N nodes (machines) of every GPU type, as the [[cluster]] key "
+                        "nodes_per_type; --gpus-limit is the course's name for it")
+    if policy:
+        p.add_argument("--policy", help="scheduler.policy: a built-in name or my_policy.py:MyPolicy")
+    p.add_argument("--placement", help="scheduler.placement (first_fit, best_fit, ...)")
+    p.add_argument("--backfill", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.backfill: start jobs behind one that does not fit")
+    p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
+                   help="scheduler.heterogeneous: let jobs run on other GPU types")
+
+
+def scheduler_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``[scheduler]`` keys given as flags (those not given are left out)."""
+    return {key: getattr(args, key) for key in SCHEDULER_FLAGS if getattr(args, key, None) is not None}
 
 
 def add_plot_flags(p: argparse.ArgumentParser) -> None:

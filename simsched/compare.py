@@ -47,7 +47,7 @@ from typing import Any
 import pandas as pd
 
 from simsched import atomic, ranking
-from simsched.errors import InputError
+from simsched.errors import InputError, did_you_mean
 from simsched.interrupts import Interrupted
 from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
 from simsched.parallel import TaskRunner
@@ -72,6 +72,8 @@ class CompareSpec:
     rank_by: str = "avg_jct"
     jobs: int | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes_per_type: int | None = None  # --nodes-per-type (alias --gpus-limit), as for a single run
+    scheduler_keys: dict[str, Any] = field(default_factory=dict)  # --placement etc.: every scheduler, last
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class RunTask:
     options: dict[str, Any]  # [scheduler] keys to replace (policy first), see _options_for
     jobs: int | None
     keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
+    nodes_per_type: int | None = None
 
 
 @dataclass
@@ -151,6 +154,8 @@ def _fingerprint(spec: CompareSpec) -> str:
     """What the runs depend on: scenario files' bytes and every setting but ``rank_by``."""
     data = {"instances": [[str(p.resolve()), hashlib.sha256(p.read_bytes()).hexdigest()] for p in spec.instances],
             "schedulers": list(spec.schedulers), "seeds": spec.seeds, "jobs": spec.jobs, "options": spec.options}
+    if spec.nodes_per_type is not None or spec.scheduler_keys:  # absent before these flags: old journals resume
+        data.update(nodes_per_type=spec.nodes_per_type, scheduler_keys=spec.scheduler_keys)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -207,7 +212,8 @@ class _Journal:
 
 
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
-                 seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None) -> CompareSpec:
+                 seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None,
+                 nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None) -> CompareSpec:
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front."""
     path = Path(scenario_path)
     load_scenario(path)  # the scenario itself must be valid
@@ -225,6 +231,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     table.finish()
     for instance in instances[1:]:
         load_scenario(instance)
+    for key, value in (scheduler_keys or {}).items():  # a bad flag value names the flag
+        load_scenario(path).with_scheduler_keys({key: value}, f"--{key}")
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
     if not chosen:
         raise InputError(f"{path}: compare: no schedulers to compare")
@@ -234,7 +242,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     _check_names(resolved, path, options)
     rank_by = rank_by or own_rank_by
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
-                       METRIC_ALIASES.get(rank_by, rank_by), jobs, options)
+                       METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
+                       dict(scheduler_keys or {}))
     if spec.rank_by not in METRIC_KEYS:
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(METRIC_KEYS)}")
     _check_builds(spec)
@@ -247,7 +256,8 @@ def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, 
     valid = policy_names()
     for name in names:
         if ":" not in name and name not in valid and "policy" not in options.get(name, {}):
-            raise InputError(f"{path}: compare: unknown scheduler {name!r}; valid: {', '.join(valid)}, "
+            raise InputError(f"{path}: compare: unknown scheduler {name!r}{did_you_mean(name, valid)}; "
+                             f"valid: {', '.join(valid)}, "
                              "'my_policy.py:MyPolicy', or a label with a [compare.options.LABEL] table "
                              "that sets policy")
 
@@ -278,7 +288,7 @@ def _options_for(spec: CompareSpec, scenario: Scenario, name: str) -> dict[str, 
     policy = table.pop("policy", name)
     if isinstance(policy, str):
         policy = resolve_policy_ref(policy, spec.scenario)
-    return {"policy": policy, **table}
+    return {"policy": policy, **table, **spec.scheduler_keys}
 
 
 def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> Scenario:
@@ -294,7 +304,7 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
                 tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
-                                     keep_jobs))
+                                     keep_jobs, spec.nodes_per_type))
     return tasks
 
 
@@ -303,6 +313,8 @@ def run_task(task: RunTask) -> dict[str, Any]:
     from simsched.api import simulation
 
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
+    if task.nodes_per_type is not None:
+        scenario = scenario.with_overrides(nodes_per_type=task.nodes_per_type)
     ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
     result = ready.run()
     if result.partial:  # interrupted (in this process): never a row of the table
@@ -514,7 +526,8 @@ def _title(result: CompareResult) -> str:
     cases = result.runs[["instance", "seed"]].drop_duplicates().shape[0]
     instances = len(spec.instances)
     note = seed_note(spec)
-    return (f"{load_scenario(spec.scenario).name}: mean ± std over {cases} case(s) "
+    what = "one run per scheduler" if cases == 1 else f"mean ± std over {cases} case(s)"
+    return (f"{load_scenario(spec.scenario).name}: {what} "
             f"({instances} instance(s) x {spec.seeds} seed(s))" + (f"; {note}" if note else ""))
 
 

@@ -18,3 +18,18 @@ class InputError(SimschedError):
 
 class DecisionError(SimschedError):
     """A scheduling decision the engine refuses (over-allocation, unknown job or node)."""
+
+
+def did_you_mean(value: object, valid: object) -> str:
+    """``" (did you mean 'fifo'?)"`` when ``value`` is a near miss of one of ``valid`` (difflib), else ""."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    names = [str(v) for v in valid]
+    close = difflib.get_close_matches(value, names, n=1, cutoff=0.75) or \
+        difflib.get_close_matches(value.lower(), [n.lower() for n in names], n=1, cutoff=0.75)
+    if not close:
+        return ""
+    match = next((n for n in names if n == close[0] or n.lower() == close[0]), close[0])
+    return f" (did you mean {match!r}?)" if match != value else ""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import InputError
+from simsched.errors import InputError, did_you_mean
 
 _MISSING = object()
 
@@ -72,7 +72,8 @@ class Params:
         if isinstance(value, float) and not math.isfinite(value):  # nan/inf pass every range check
             raise self.error(name, f"must be a finite number, got {value!r}")
         if choices is not None and value not in choices:
-            raise self.error(name, f"unknown value {value!r}; valid: {', '.join(map(str, choices))}")
+            raise self.error(name, f"unknown value {value!r}{did_you_mean(value, choices)}; "
+                                   f"valid: {', '.join(map(str, choices))}")
         if min_value is not None and isinstance(value, (int, float)):
             if value < min_value or (exclusive_min and value == min_value):
                 relation = ">" if exclusive_min else ">="

@@ -10,6 +10,24 @@ from simsched.engine import Progress as Snapshot
 from simsched.metrics import MEAN_METRICS, SUMMARY_METRICS
 
 
+def wide_console(tables: list | tuple = (), *, stderr: bool = False, minimum: int = 100) -> Console:
+    """A console for stdout (or stderr): the terminal's own when it is one; otherwise (a pipe or a
+    file) one wide enough for every table in ``tables`` at its natural width, so that nothing is
+    wrapped or cut to 80 columns."""
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    from rich.measure import Measurement
+
+    probe = Console(width=100_000, stderr=stderr)
+    for table in tables:  # a title wider than its table would wrap: widen the table instead
+        title = getattr(table, "title", None)
+        if isinstance(title, str):
+            table.min_width = max(table.min_width or 0, len(title) + 2)
+    widths = [Measurement.get(probe, probe.options, table).maximum for table in tables]
+    return Console(width=max([minimum, *widths]), stderr=stderr)
+
+
 class LiveProgress:
     """A rich progress bar fed by engine snapshots: simulated time %, jobs done, queue, events/s."""
 

@@ -36,7 +36,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from simsched import limits
-from simsched.errors import InputError
+from simsched.errors import InputError, did_you_mean
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.params import Params
 from simsched.workloads.registry import ReadContext
@@ -133,15 +133,15 @@ class Scenario:
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
-                       scheduler: SchedulerSpec | None = None, gpus_limit: int | None = None) -> Scenario:
-        """A copy with CLI overrides (``--seed``, ``--jobs``, ``--gpus-limit``: nodes kept per
-        GPU type) or another scheduler."""
+                       scheduler: SchedulerSpec | None = None, nodes_per_type: int | None = None) -> Scenario:
+        """A copy with CLI overrides (``--seed``, ``--jobs``, ``--nodes-per-type`` alias ``--gpus-limit``:
+        nodes kept per GPU type) or another scheduler."""
         from dataclasses import replace
 
         from simsched.model import keep_nodes_per_type
 
         workload = self.workload if jobs is None else replace(self.workload, jobs_limit=jobs)
-        clusters = self.clusters if gpus_limit is None else keep_nodes_per_type(self.clusters, gpus_limit)
+        clusters = self.clusters if nodes_per_type is None else keep_nodes_per_type(self.clusters, nodes_per_type)
         return replace(self, seed=self.seed if seed is None else seed, workload=workload,
                        scheduler=scheduler or self.scheduler, clusters=clusters)
 
@@ -362,7 +362,8 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
 def _check_types(cluster: ClusterSpec, gpu_types: dict[str, GpuType], p: Params) -> None:
     for group in cluster.nodes:
         if group.gpu_type not in gpu_types:
-            raise p.error("from", f"machine table uses GPU type {group.gpu_type!r}, not in the catalog; "
+            raise p.error("from", f"machine table uses GPU type {group.gpu_type!r}, not in the catalog"
+                          f"{did_you_mean(group.gpu_type, gpu_types)}; "
                           f"add it with [[gpu_type]] (known: {', '.join(sorted(gpu_types))})")
 
 
@@ -405,7 +406,8 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         raise p.error("weight_range", f"must be [low, high] integers with 1 <= low <= high, got {weights!r}")
     reference = p.get("reference_gpu_type", str, None)
     if reference is not None and reference not in gpu_types:
-        raise p.error("reference_gpu_type", f"unknown GPU type {reference!r}; valid: {', '.join(sorted(gpu_types))}")
+        raise p.error("reference_gpu_type", f"unknown GPU type {reference!r}{did_you_mean(reference, gpu_types)}; "
+                      f"valid: {', '.join(sorted(gpu_types))} (python -m simsched gpu-types)")
     clusters = p.get_list("clusters", str, None)
     spec = WorkloadSpec(
         source=source,
@@ -459,7 +461,8 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
 
     policy = p.get("policy", str, "fifo")
     if ":" not in policy and policy not in policy_names():
-        raise p.error("policy", f"unknown policy {policy!r}; valid: {', '.join(policy_names())}, "
+        raise p.error("policy", f"unknown policy {policy!r}{did_you_mean(policy, policy_names())}; "
+                      f"valid: {', '.join(policy_names())}, "
                       "or 'my_policy.py:MyPolicy'")
     spec = SchedulerSpec(
         policy=policy,

@@ -83,6 +83,11 @@ def test_pai_limits(traces_dir: Path) -> None:
     assert sum(g.count for g in clusters[0].nodes) == 10
     with pytest.raises(InputError, match="cluster.gpus_limit: must be >= 1"):
         build(pai_machines, path, gpus_limit=0)
+    # nodes_per_type: machines per type, the count --nodes-per-type (alias --gpus-limit) keeps
+    clusters, ctx = build(pai_machines, path, nodes_per_type=3)
+    assert make_up(clusters) == Counter({("P100", 2): 3, ("T4", 2): 3, ("V100", 8): 3, ("V100M32", 8): 3,
+                                         ("MISC", 8): 3})
+    assert ctx.report.counts["over nodes_per_type"] == 1897 - 83 - 15
 
 
 def test_openb_nodes(traces_dir: Path) -> None:

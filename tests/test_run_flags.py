@@ -64,7 +64,8 @@ def test_placement_flag_and_limits_are_recorded(tmp_path):
     rows, summary = _run(tmp_path, path, "--placement", "first_fit", "--jobs-limit", "2", "--gpus-limit", "3")
     assert list(rows) == ["a", "b"]
     assert summary["scheduler"]["placement"] == "first_fit"
-    assert summary["overrides"] == {"placement": "first_fit", "jobs_limit": 2, "gpus_limit": 3}
+    # --gpus-limit is the course's name for --nodes-per-type: recorded under the one name
+    assert summary["overrides"] == {"placement": "first_fit", "jobs_limit": 2, "nodes_per_type": 3}
 
 
 def test_gpus_limit_keeps_the_first_nodes_of_each_type(tmp_path):

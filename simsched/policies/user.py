@@ -205,3 +205,35 @@ def _raised_in_init(exc: BaseException, name: str, path: Path | None) -> PolicyE
     line = _where(exc, path)
     where = f"{path}:{line}" if path is not None and line is not None else str(path or name)
     return PolicyError(f"{where}: {name}.__init__ {_describe(exc)}")
+
+
+def check_interface(policy: UserPolicy) -> list[str]:
+    """Check a loaded policy's methods against the interface without calling them (``validate
+    --policy``): ``decide`` takes the view as its one argument, and the optional ``bind(fleet)`` and
+    ``quiet_until(view)`` are methods of one argument too. Raises a :class:`PolicyError` naming
+    ``file:line``; returns what the policy defines, for the report."""
+    found = ["decide(view)"]
+    for method in ("decide", "bind", "quiet_until"):
+        function = getattr(policy.policy, method, None)
+        if function is None:
+            continue
+        if not callable(function):
+            raise policy.error(f"{policy.name}.{method} must be a method, got {type(function).__name__}")
+        try:
+            inspect.signature(function).bind(object())
+        except TypeError:
+            line = None
+            try:
+                line = inspect.getsourcelines(function)[1]
+            except (TypeError, OSError):
+                pass
+            raise policy.error(f"{policy.name}.{method}{inspect.signature(function)} must take one argument "
+                               f"({'the fleet' if method == 'bind' else 'the view'}); {INTERFACE_HINT}",
+                               line) from None
+        except ValueError:  # no signature (a builtin): nothing to check
+            pass
+        if method != "decide":
+            found.append(f"{method}({'fleet' if method == 'bind' else 'view'})")
+    if policy.interval_s is not None:
+        found.append(f"interval_s = {policy.interval_s:g}")
+    return found

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsched.errors import InputError
+from simsched.errors import InputError, did_you_mean
 from simsched.workloads.registry import Params, ReadContext, reader
 from simsched.workloads.table import normalize
 
@@ -127,7 +127,8 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
                 raise ValueError(f"unknown home_cluster: {home!r}; clusters: {', '.join(ctx.clusters)}")
             gpu_type = cell.get("gpu_type")
             if gpu_type and ctx.gpu_types is not None and gpu_type not in ctx.gpu_types:
-                raise ValueError(f"unknown gpu_type: {gpu_type!r}; add it with [[gpu_type]] or use one of "
+                raise ValueError(f"unknown gpu_type: {gpu_type!r}{did_you_mean(gpu_type, ctx.gpu_types)}; "
+                                 "add it with [[gpu_type]] or use one of "
                                  f"{', '.join(sorted(ctx.gpu_types))}")
         except ValueError as exc:
             ctx.bad_row(path, line, str(exc), category=str(exc).split(":")[0])

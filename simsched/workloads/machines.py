@@ -10,6 +10,9 @@ Options shared by all builders:
 * ``gpus_limit``: at most this many GPUs per GPU type: a type's nodes are
   kept in file order until the next one would pass the limit (so each type
   keeps a prefix of its nodes and never more GPUs than the limit);
+* ``nodes_per_type``: at most this many nodes (machines) of each GPU type,
+  in file order: the same count as the command line's ``--nodes-per-type``
+  (the course's ``--gpus-limit``);
 * ``nodes_limit``: at most this many nodes in all, in file order.
 
 Machines without GPUs and machines dropped by a limit are counted in
@@ -132,20 +135,23 @@ def openb_nodes(path: Path, params: Params, ctx: ReadContext) -> list[ClusterSpe
 
 
 class _Limits:
-    """The ``gpus_limit`` / ``nodes_limit`` options of every builder."""
+    """The ``gpus_limit`` / ``nodes_per_type`` / ``nodes_limit`` options of every builder."""
 
-    def __init__(self, gpus_limit: int | None, nodes_limit: int | None) -> None:
+    def __init__(self, gpus_limit: int | None, nodes_limit: int | None, nodes_per_type: int | None = None) -> None:
         self.gpus_limit = gpus_limit
         self.nodes_limit = nodes_limit
+        self.nodes_per_type = nodes_per_type
 
     @classmethod
     def from_params(cls, params: Params) -> _Limits:
         return cls(params.get("gpus_limit", int, None, min_value=1),
-                   params.get("nodes_limit", int, None, min_value=1))
+                   params.get("nodes_limit", int, None, min_value=1),
+                   params.get("nodes_per_type", int, None, min_value=1))
 
     def apply(self, nodes: list[tuple[int, str]], ctx: ReadContext) -> list[tuple[int, str]]:
         kept: list[tuple[int, str]] = []
         per_type: Counter = Counter()
+        nodes_of_type: Counter = Counter()
         full: set[str] = set()  # types whose next node would pass gpus_limit
         for gpus, gpu_type in nodes:
             if self.nodes_limit is not None and len(kept) >= self.nodes_limit:
@@ -157,7 +163,11 @@ class _Limits:
                 full.add(gpu_type)
                 ctx.report.skip("over gpus_limit")
                 continue
+            if self.nodes_per_type is not None and nodes_of_type[gpu_type] >= self.nodes_per_type:
+                ctx.report.skip("over nodes_per_type")
+                continue
             per_type[gpu_type] += gpus
+            nodes_of_type[gpu_type] += 1
             kept.append((gpus, gpu_type))
         return kept
 
