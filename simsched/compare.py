@@ -578,6 +578,8 @@ def to_markdown(result: CompareResult) -> str:
     note = seed_note(result.spec)
     footnote = _footnote(result)
     lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else [])
+    for warning in warnings_of(result):  # what the runs warned about, as printed before the tables
+        lines += [f"Warning: {warning}", ""]
     lines += ["| Metric | " + " | ".join(f"`{n}`" + n_mark[len(n):] for n, n_mark in zip(order, labels)) + " |",
               "|---|" + "---:|" * len(order)]
     for key, label, _ in METRICS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import simsched
@@ -31,3 +33,41 @@ def test_assignment_lists_the_same_numbers():
     for number in ("**10.5 s**", "**6.75 s**", "**9.25 s**", "**5.5 s**", "**7.75 s**", "**3.0 s**",
                    "**8.0 s**", "**3.25 s**"):
         assert number in text
+
+
+def _section(text: str, start: str, end: str | None) -> str:
+    body = text[text.index(start):]
+    return body[:body.index(end)] if end else body
+
+
+def test_the_worked_numbers_are_what_the_shown_commands_print(capsys, monkeypatch):
+    """Run every command of docs/assignment.md §6 as written and read the printed table: each bold
+    number of the worked answers is the number the table prints (issue 25: they used to differ in
+    the last digit, 9.25 printed as 9.2)."""
+    from simsched.cli import main
+
+    text = (REPO / "docs" / "assignment.md").read_text()
+    section = _section(text, "## 6.", "## 7.")
+    commands = re.findall(r"^python -m simsched (docs/examples/task\d\.toml --policy \w+)$", section, re.M)
+    assert len(commands) == 4
+    monkeypatch.chdir(REPO)
+    printed = {}
+    for command in commands:
+        assert main(command.split()) == 0
+        table = capsys.readouterr().out
+        values = {}
+        for label in ("Avg JCT (s)", "Avg wait (s)", "Makespan (s)"):
+            row = next(line for line in table.splitlines() if label in line)
+            values[label] = re.findall(r"[\d,]+(?:\.\d+)?", row.split(label)[1])[0].replace(",", "")
+        task, policy = re.match(r"docs/examples/(task\d)\.toml --policy (\w+)", command).groups()
+        printed[task, policy] = values
+    for task, following in (("task1", "**Task 2**"), ("task2", "SJF loses on task 2")):
+        part = _section(section, f"**Task {task[-1]}**", following)
+        for policy, start, end in (("fifo", "- FIFO", "- SJF"), ("sjf", "- SJF", None)):
+            bullet = _section(part, start, end)
+            numbers = re.findall(r"\*\*([\d.]+) s\*\*", bullet)
+            makespan = re.search(r"makespan (\d+) s", bullet).group(1)
+            shown = printed[task, policy]
+            # the worked answer, digit for digit, is what the table prints (trailing zeros aside)
+            assert [shown["Avg JCT (s)"], shown["Avg wait (s)"]] == [f"{float(n):.2f}" for n in numbers], (task, policy)
+            assert float(shown["Makespan (s)"]) == float(makespan)

@@ -77,6 +77,7 @@ def test_the_cheats_rank_last_on_the_command_line_too(tmp_path, capsys):
     assert code == 0
     err = capsys.readouterr().err
     assert "warning: cheats.py:Never left feasible jobs unfinished in 1 of 1 run(s)" in err
+    assert "Warning: cheats.py:Never left feasible jobs unfinished" in (tmp_path / "out" / "compare.md").read_text()
     runs = pd.read_csv(tmp_path / "out" / "compare_runs.csv").set_index("scheduler")
     assert set(runs["rank"].loc[["fifo", "sjf"]]) <= {1.0, 2.0, 1.5}
     assert runs.loc["cheats.py:Never", "rank"] > 2 and runs.loc["cheats.py:OnlyShort", "rank"] > 2
