@@ -339,6 +339,31 @@ def test_statistics_on_a_hand_computed_case(tmp_path: Path) -> None:
     assert tests.loc["tiresias", "mean_difference"] == pytest.approx(2.5 - 5.25)
 
 
+def test_runs_that_left_jobs_unfinished_rank_last_in_experiments(tmp_path: Path) -> None:
+    """Issue 25: tiresias has the best objective in every case but left jobs unfinished in cases 0
+    and 1: there it ranks after fifo and sjf, which finished everything; the tables mark it †."""
+    from simsched.experiment.tables import summary_rows, to_markdown
+
+    spec = load_spec(_spec_dir(tmp_path))
+    spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__slots__}, "sweep": (), "metric": "objective",
+                         "headline": "fifo"})
+    values = {"fifo": [1.0, 2.0, 3.0, 4.0], "sjf": [2.0, 2.0, 5.0, 1.0], "tiresias": [0.5, 0.5, 0.5, 0.5]}
+    results = _fake_results(values)
+    results["unfinished"] = [0, 0, 0, 0, 0, 0, 0, 0, 7, 3, 0, 0]
+    summary = compute(results, spec).summary.set_index("scheduler")
+    # case ranks: case0 fifo 1, sjf 2, tir 3; case1 1.5, 1.5, 3; case2 tir 1, fifo 2, sjf 3; case3 tir 1, sjf 2, fifo 3
+    assert summary.loc["tiresias", "mean_rank"] == pytest.approx((3 + 3 + 1 + 1) / 4)
+    assert summary.loc["fifo", "mean_rank"] == pytest.approx((1 + 1.5 + 2 + 3) / 4)
+    assert summary.loc["tiresias", "unfinished_cases"] == 2 and summary.loc["fifo", "unfinished_cases"] == 0
+    # instance i0 (cases 0, 1): tiresias left jobs unfinished, so fifo is first there; i1: tiresias
+    assert summary["first"].tolist() == [1, 0, 1]
+    stats = compute(results, spec)
+    header, rows = summary_rows(stats, spec, "")
+    assert [row[0] for row in rows] == ["fifo", "sjf", "tiresias †"]
+    assert not rows[2][2].startswith("*")  # not the "best" mean, though the lowest: it left work undone
+    assert "tiresias: 2 of 4 runs" in to_markdown(stats, spec, "t")
+
+
 def test_bootstrap_ci_brackets_the_mean_and_is_reproducible() -> None:
     values = np.array([1.0, 4.0, 2.0, 8.0, 5.0, 3.0])
     low, high = bootstrap_ci(values)
