@@ -130,14 +130,14 @@ def _run(argv: list[str]) -> int:
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
     for warning in ready.warnings:
-        console.print(f"warning: {warning}", style="yellow", highlight=False)
+        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     if quiet:
         result = ready.run()
     else:
         with LiveProgress(console, scenario.name) as live:
             result = ready.run(progress=live)
     for warning in result.summary["warnings"][len(ready.warnings):]:  # what the run found: before the table
-        console.print(f"warning: {warning}", style="yellow", highlight=False)
+        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     if args.out:
         result.write(args.out)
     if pictures and not result.partial:

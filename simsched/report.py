@@ -52,6 +52,8 @@ class LiveProgress:
         rate = snap.events / snap.wall_s if snap.wall_s > 0 else 0.0
         detail = (f"t={snap.now:,.0f}s  done {snap.finished:,}/{snap.total:,}  queue {snap.queued:,}  "
                   f"running {snap.running:,}  {rate:,.0f} ev/s")
+        if done and snap.finished < snap.total:  # the rest are infeasible or left unfinished: the table says which
+            detail += f"  ({snap.total - snap.finished:,} not completed)"
         self._progress.update(self._task, completed=percent, detail=detail)
 
 

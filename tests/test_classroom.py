@@ -103,3 +103,17 @@ def test_piped_tables_are_not_cut(mine):
     assert all(name in header for name in ("fifo", "sjf", "my_policy.py:MyPolicy", "cheats.py:OnlyShort †"))
     assert any("compare_mine: mean ± std over 2 case(s) (1 instance(s) x 2 seed(s))" in line for line in lines)
     assert not any(line.rstrip().endswith("±") for line in lines)  # no cell wrapped after its ±
+
+
+def test_the_run_warns_before_its_table_and_keeps_the_warning(mine, tmp_path, capsys):
+    """The unfinished-jobs warning is printed (stderr) by the time the table is (stdout), and is in summary.json."""
+    import json
+
+    out = tmp_path / "run"
+    assert main([str(mine), "--policy", "cheats.py:Never", "--jobs-limit", "6", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: the policy left 6 of 6 feasible jobs unfinished" in captured.err
+    assert "Avg JCT (s)" in captured.out and "[+6 unfinished]" in captured.out
+    summary = json.loads((out / "summary.json").read_text())
+    assert any(w.startswith("the policy left 6 of 6 feasible jobs unfinished") for w in summary["warnings"])
+    assert (summary["unfinished"], summary["completed"], summary["counted"]) == (6, 0, 6)

@@ -269,7 +269,9 @@ def run_objective_engine(scenario_path: str, seed: learn_instances.InstanceKey, 
         return math.inf
     if result.partial:  # pragma: no cover - only on an interrupted run
         raise KeyboardInterrupt
-    return float(result.summary["objective"])
+    objective = result.summary["objective"]
+    # None: no feasible job in this instance (summary means over zero jobs are n/a); nothing to score
+    return 0.0 if objective is None else float(objective)
 
 
 ObjectiveFn = Callable[[str, int, str, "int | None"], float]
