@@ -574,13 +574,14 @@ def to_markdown(result: CompareResult) -> str:
     """Both tables as Markdown; the best mean of each metric in bold; schedulers that left jobs
     unfinished marked † with a footnote."""
     order = list(result.spec.schedulers)
-    labels = _labels(result)
+    marked = unfinished_runs(result)
+    labels = [ranking.mark(f"`{name}`", name in marked) for name in order]
     note = seed_note(result.spec)
     footnote = _footnote(result)
     lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else [])
     for warning in warnings_of(result):  # what the runs warned about, as printed before the tables
         lines += [f"Warning: {warning}", ""]
-    lines += ["| Metric | " + " | ".join(f"`{n}`" + n_mark[len(n):] for n, n_mark in zip(order, labels)) + " |",
+    lines += ["| Metric | " + " | ".join(labels) + " |",
               "|---|" + "---:|" * len(order)]
     for key, label, _ in METRICS:
         cells = _metric_cells(result, key, "**{}**")
@@ -595,7 +596,7 @@ def to_markdown(result: CompareResult) -> str:
     for name, shown in zip(order, labels):
         r = result.ranks.loc[name]
         mean = f"{r['mean_rank']:.2f}"
-        lines.append(f"| `{name}`{shown[len(name):]} | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
+        lines.append(f"| {shown} | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
                      + (f"**{mean}**" if r["mean_rank"] == best else mean) + " |")
     return "\n".join(lines) + "\n"
 
