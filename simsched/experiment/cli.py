@@ -48,8 +48,9 @@ def experiment_command(argv: list[str]) -> int:
     out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
     args.out = str(out)  # the default folder counts as given for --plots/--report
     pictures = check_plot_flags(args, "python -m simsched experiment")
-    where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume)
     err = Console(stderr=True)
+    where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume,
+                 notify=lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
     try:
         if args.quiet:
             run = run_experiment(spec, out, **where)

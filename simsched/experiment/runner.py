@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.experiment.grid import RunTask, check_runs, plan
+from simsched.experiment.lock import FolderLock
 from simsched.experiment.spec import ExperimentSpec
 from simsched.experiment.store import ResultStore, in_plan_order, read_decisions, read_results
 from simsched.interrupts import deferred, exit_code, received
@@ -104,15 +105,39 @@ class ExperimentRun:
 
 def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None = None,
                    executor: str = "local", address: str | None = None, resume: bool = False,
-                   progress: Callable[[int, int], None] | None = None) -> ExperimentRun:
+                   progress: Callable[[int, int], None] | None = None,
+                   notify: Callable[[str], None] | None = None) -> ExperimentRun:
     """Run every task of ``spec`` not yet in the store under ``out`` and return all rows.
+
+    The folder is locked for the call (:class:`~simsched.experiment.lock.FolderLock`): a second
+    invocation on it fails at once. ``notify`` gets each warning line (a stale lock taken over, a
+    torn or rejected results row, a duplicate refused).
 
     Raises :class:`ExperimentInterrupted` on Ctrl-C after recording every run that finished.
     """
     tasks = plan(spec)
     check_runs(spec, tasks)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with FolderLock(out) as lock:  # one writer per folder: a second invocation stops here (exit 2)
+        if lock.warning and notify:
+            notify(lock.warning)
+        return _run_locked(spec, tasks, out, workers=workers, executor=executor, address=address,
+                           resume=resume, progress=progress, notify=notify)
+
+
+def _identity_text(task: RunTask) -> tuple[str, ...]:
+    """A task's identity columns as results.csv holds them (scenario .. scenario_hash)."""
+    return tuple("" if v is None else str(v) for v in
+                 (task.scenario, task.instance, task.scheduler, task.seed, task.ea_stream, task.scenario_hash))
+
+
+def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, workers: int | None,
+                executor: str, address: str | None, resume: bool,
+                progress: Callable[[int, int], None] | None,
+                notify: Callable[[str], None] | None) -> ExperimentRun:
     store = ResultStore(out, spec.sweep_keys)
-    finished = store.open(resume)
+    finished = store.open(resume, {task.run_id: _identity_text(task) for task in tasks})
+    _tell(store, notify)
     store.write_plan([(t.run_id, t.scenario, t.instance, t.scheduler, t.seed, t.ea_stream, *(v for _, v in t.point))
                       for t in tasks])
     todo = [task for task in tasks if task.run_id not in finished]
@@ -130,8 +155,9 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
                 if row["partial"]:  # the run was interrupted (Ctrl-C reached Engine.run): never recorded
                     raise KeyboardInterrupt
                 with deferred():  # a signal now waits until the run's records are complete
-                    store.add(row["identity"], row["point"], row["metrics"], row["decisions"], row["jobs"])
-                recorded += 1
+                    added = store.add(row["identity"], row["point"], row["metrics"], row["decisions"], row["jobs"])
+                _tell(store, notify)
+                recorded += added
                 if received():
                     raise KeyboardInterrupt
                 if progress:
@@ -142,14 +168,22 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded, stale)
 
 
+def _tell(store: ResultStore, notify: Callable[[str], None] | None) -> None:
+    """Hand the store's new notices to ``notify`` (the CLI prints them on stderr)."""
+    while store.notices:
+        message = store.notices.pop(0)
+        if notify:
+            notify(message)
+
+
 def load_rows(out: str | Path, tasks: list[RunTask]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """The store's rows of these tasks, in plan order, and the number of stale results rows left out
     (runs of an earlier grid, kept in the file)."""
     order = {task.run_id: i for i, task in enumerate(tasks)}
     every = read_results(out)
-    results = in_plan_order(every, order)
+    results = in_plan_order(every, order).drop_duplicates("run_id", keep="first", ignore_index=True)
     decisions = in_plan_order(read_decisions(out), order)
-    missing = len(order) - len(results)
+    missing = len(set(order) - set(results["run_id"]))  # never negative, whatever the file holds
     if missing:
         from simsched.errors import SimschedError
 

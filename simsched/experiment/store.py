@@ -20,6 +20,16 @@ row in results.csv always means a finished run with all of its records;
 an interrupted run leaves no row. On ``--resume`` the store drops a torn
 last line and the decision rows of runs without a results row, then skips
 every run whose ``run_id`` has a row.
+
+What ``--resume`` trusts (docs/experiment.md, "The store on --resume"): a
+results.csv must be a text CSV with this spec's columns; a torn last line is
+dropped with a notice and its run redone; a damaged line before it is an
+error naming the line. A row whose metrics are not numbers (or are NaN/inf;
+an empty cell is a mean over no jobs), or whose run_id belongs to this plan
+with another scheduler, instance, seed, EA stream or scenario hash, is moved
+to ``results.rejected.csv`` with a notice and its run redone. A second row
+for one run_id is dropped the same way: a run counts once. Only one
+invocation writes a folder at a time (simsched.experiment.lock).
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ RESULTS = "results.csv"
 DECISIONS = "decisions.csv"
 JOBS = "jobs"
 PLAN = "plan.csv"
+REJECTED = "results.rejected.csv"
+MAX_RESULTS_BYTES = 2 * 1024**3  # a results.csv larger than this is not a store (1M runs are ~300 MB)
 
 
 def _line(values: Sequence[Any]) -> bytes:
@@ -79,6 +91,16 @@ def _rewrite(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def _number_or_empty(cell: str) -> bool:
+    """An empty cell (a mean over no jobs) or a finite number."""
+    if cell == "":
+        return True
+    try:
+        return math.isfinite(float(cell))
+    except ValueError:
+        return False
+
+
 class ResultStore:
     """The files of one experiment folder."""
 
@@ -86,6 +108,8 @@ class ResultStore:
         self.folder = Path(folder)
         self.sweep_keys = tuple(sweep_keys)
         self.columns: tuple[str, ...] | None = None  # fixed by the first row written or read
+        self.finished: set[str] = set()  # run_ids with a row: a run counts once
+        self.notices: list[str] = []  # what open() dropped or rejected, what add() refused
 
     @property
     def results_path(self) -> Path:
@@ -98,52 +122,122 @@ class ResultStore:
     def jobs_path(self, run_id: str) -> Path:
         return self.folder / JOBS / f"{run_id}.csv"
 
-    def open(self, resume: bool) -> set[str]:
+    def open(self, resume: bool, planned: dict[str, tuple[str, ...]] | None = None) -> set[str]:
         """Make the folder ready; returns the run_ids already finished (empty unless ``resume``).
 
         Without ``resume`` an existing results.csv is an error: nothing already computed is
-        overwritten.
+        overwritten. ``planned`` maps each planned run_id to its identity (scenario, instance,
+        scheduler, seed, ea_stream, scenario_hash, as text): a stored row of a planned run must
+        match it. What was dropped or rejected is in :attr:`notices`.
         """
+        self.notices = []
         self.folder.mkdir(parents=True, exist_ok=True)
         if not resume:
-            if self.results_path.exists():
+            if self.results_path.exists() or self.results_path.is_symlink():
                 raise InputError(f"{self.results_path} exists: pass --resume to continue that experiment, "
                                  "or choose another --out folder")
             for stale in (self.decisions_path,):
                 if stale.exists():
                     stale.unlink()
+            self.finished = set()
             return set()
-        finished = self._repair_results()
-        self._repair_decisions(finished)
-        return finished
+        self.finished = self._repair_results(planned or {})
+        self._repair_decisions(self.finished)
+        return set(self.finished)
 
-    def _repair_results(self) -> set[str]:
-        if not self.results_path.exists():
+    def _read_text(self) -> str:
+        path = self.results_path
+        if not path.is_file():
+            raise InputError(f"{path}: not a regular file (a folder, device or pipe); move it away, "
+                             "or choose another --out folder")
+        size = path.stat().st_size
+        if size > MAX_RESULTS_BYTES:
+            raise InputError(f"{path}: {size:,} bytes, more than a result store holds "
+                             f"({MAX_RESULTS_BYTES:,}); choose another --out folder")
+        raw = path.read_bytes()
+        nul = raw.find(b"\0")
+        if nul >= 0:
+            raise InputError(f"{path}: binary content (byte {nul} is NUL), not a results table; "
+                             "move it away, or choose another --out folder")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text (byte {exc.start}), not a results table; move it away, "
+                             "or choose another --out folder") from None
+
+    def _repair_results(self, planned: dict[str, tuple[str, ...]]) -> set[str]:
+        if not self.results_path.exists() and not self.results_path.is_symlink():
             return set()
-        raw = self.results_path.read_bytes()
-        text = raw.decode()
+        text = self._read_text()
+        if not text:
+            return set()
         torn = not text.endswith("\n")
-        rows = list(csv.reader(io.StringIO(text)))
-        if not rows:
-            return set()
-        header = tuple(rows[0])
+        reader = csv.reader(io.StringIO(text))
+        try:
+            numbered = [(reader.line_num, row) for row in reader]
+        except csv.Error as exc:
+            raise InputError(f"{self.results_path}:{reader.line_num}: not a CSV line ({exc}); "
+                             "move the file away, or choose another --out folder") from None
+        header = tuple(numbered[0][1])
         expected_start = IDENTITY_COLUMNS + self.sweep_keys
         if header[: len(expected_start)] != expected_start:
             raise InputError(f"{self.results_path}: its columns {', '.join(header[:len(expected_start)])} do "
                              f"not match this spec's ({', '.join(expected_start)}): another experiment wrote it; "
                              "choose another --out folder")
         self.columns = header
-        good = [row for row in rows[1:] if len(row) == len(header)]
-        if torn and rows[1:] and len(rows[-1]) == len(header):
-            good = good[:-1]  # the last line has no newline: its write did not complete
-        if torn or len(good) != len(rows) - 1:
+        body = numbered[1:]
+        if torn and body:
+            line, _ = body.pop()  # its write did not complete: the run is redone
+            self.notices.append(f"warning: {self.results_path}:{line}: the last line was cut off (an interrupted "
+                                "write); dropped, and its run is done again")
+        good: list[list[str]] = []
+        rejected: list[list[str]] = []
+        seen: set[str] = set()
+        first_metric = len(expected_start)
+        for line, row in body:
+            if len(row) != len(header):
+                raise InputError(f"{self.results_path}:{line}: {len(row)} fields where the header has "
+                                 f"{len(header)}: the file is damaged; repair or remove that line, "
+                                 "or choose another --out folder")
+            run_id = row[0]
+            why = None
+            if not run_id:
+                why = "no run_id"
+            elif run_id in seen:
+                why = "a second row for a run already recorded (a run counts once)"
+            elif run_id in planned and tuple(row[1:7]) != planned[run_id]:
+                why = "its scenario, instance, scheduler, seed, EA stream or hash differ from the plan's run"
+            else:
+                bad = [header[i] for i in range(first_metric, len(header)) if not _number_or_empty(row[i])]
+                if not _number_or_empty(row[7]) or not row[7]:
+                    bad.insert(0, "wall_s")
+                if bad:
+                    why = f"not a finite number in {', '.join(bad[:3])}" + (" ..." if len(bad) > 3 else "")
+            if why:
+                rejected.append(row)
+                self.notices.append(f"warning: {self.results_path}:{line}: run {run_id or '?'}: {why}; moved to "
+                                    f"{REJECTED}" + (", and the run is done again" if run_id in planned else ""))
+                continue
+            seen.add(run_id)
+            good.append(row)
+        if rejected:
+            _append(self.folder / REJECTED, b"".join(_line(r) for r in
+                                                     ([list(header)] if not (self.folder / REJECTED).exists()
+                                                      else []) + rejected))
+        if torn or rejected:
             _rewrite(self.results_path, b"".join(_line(r) for r in [list(header), *good]))
         return {row[0] for row in good}
 
     def _repair_decisions(self, finished: set[str]) -> None:
         if not self.decisions_path.exists():
             return
-        text = self.decisions_path.read_text()
+        if not self.decisions_path.is_file():
+            raise InputError(f"{self.decisions_path}: not a regular file; move it away, or choose another --out folder")
+        try:
+            text = self.decisions_path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{self.decisions_path}: not UTF-8 text (byte {exc.start}); move it away, "
+                             "or choose another --out folder") from None
         rows = list(csv.reader(io.StringIO(text)))
         if not text.endswith("\n") and rows:
             rows = rows[:-1]
@@ -158,9 +252,16 @@ class ResultStore:
         _rewrite(self.folder / PLAN, b"".join(_line(r) for r in [header, *rows]))
 
     def add(self, identity: dict[str, Any], point: dict[str, Any], metrics: dict[str, Any],
-            decisions: Iterable[tuple[int, float]] | None = None, jobs: pd.DataFrame | None = None) -> None:
-        """Record one finished run: its extra records first, its results row last."""
+            decisions: Iterable[tuple[int, float]] | None = None, jobs: pd.DataFrame | None = None) -> bool:
+        """Record one finished run: its extra records first, its results row last.
+
+        A run already recorded is not recorded again (a run counts once): returns False and
+        says so in :attr:`notices`."""
         run_id = identity["run_id"]
+        if run_id in self.finished:
+            self.notices.append(
+                f"warning: {self.results_path}: run {run_id} was already recorded; the second result is not added")
+            return False
         if jobs is not None:
             path = self.jobs_path(run_id)
             path.parent.mkdir(exist_ok=True)
@@ -181,6 +282,8 @@ class ResultStore:
             raise InputError(f"{self.results_path}: a run reports the columns {', '.join(columns)}, "
                              f"the file has {', '.join(self.columns)}; choose another --out folder")
         _append(self.results_path, data + _line([row[c] for c in self.columns]))
+        self.finished.add(run_id)
+        return True
 
 
 def read_results(folder: str | Path) -> pd.DataFrame:

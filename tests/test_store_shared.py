@@ -1,0 +1,238 @@
+"""The experiment store as a shared resource (issue 23, and issue 24's store items): one writer
+per folder, a run counts once, a torn last line is redone, a damaged middle line and a foreign or
+binary results.csv are one-line errors, rows that do not belong to the plan or hold non-numbers
+are moved aside and redone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simsched.cli import main
+from simsched.experiment.lock import LOCK, FolderLock
+from simsched.experiment.runner import run_experiment
+from simsched.experiment.spec import load_spec
+from simsched.experiment.store import REJECTED, read_results
+
+pytest.importorskip("scipy.stats", reason="experiment statistics need the extra 'experiment' (scipy)")
+REPO = Path(__file__).resolve().parents[1]
+
+SCENARIO = """
+name = "a"
+seed = 1
+[[cluster]]
+name = "c0"
+nodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]
+[workload]
+source = "synthetic"
+generator = "simple"
+jobs = 20
+gpus = [1, 2, 4]
+mean_duration_s = 600.0
+[scheduler]
+policy = "fifo"
+"""
+
+SPEC = """
+name = "shared"
+scenarios = ["a.toml"]
+schedulers = ["fifo", "sjf"]
+seeds = {seeds}
+metric = "avg_wait"
+"""
+
+
+def _spec(tmp_path: Path, seeds: int = 3) -> Path:
+    (tmp_path / "a.toml").write_text(SCENARIO)
+    path = tmp_path / "spec.toml"
+    path.write_text(SPEC.format(seeds=seeds))
+    return path
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+# -- one writer ----------------------------------------------------------------------------------
+def test_a_held_folder_is_refused_at_once_naming_the_holder(tmp_path: Path, capsys) -> None:
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time\nfrom simsched.experiment.lock import FolderLock\n"
+                               f"FolderLock({str(out)!r}).acquire()\nprint('held', flush=True)\ntime.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["experiment", str(spec), "--out", str(out), "--resume", "--quiet", "--workers", "1"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1
+        assert f"is in use by pid {holder.pid} on " in err[0] and "choose another --out" in err[0]
+        assert not (out / "results.csv").exists()  # nothing written by the refused invocation
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone (killed): the kernel released its lock, the next invocation runs and says
+    # it took over a lock whose pid is dead
+    assert main(["experiment", str(spec), "--out", str(out), "--resume", "--quiet", "--workers", "1"]) == 0
+    assert "took over the lock of pid" in capsys.readouterr().err
+    assert len(read_results(out)) == 6
+
+
+def test_two_invocations_at_once_one_runs_one_is_refused_and_every_run_counts_once(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=40), tmp_path / "out"  # 80 runs: the first holds the folder for seconds
+    command = [sys.executable, "-m", "simsched", "experiment", str(spec), "--out", str(out), "--resume",
+               "--quiet", "--workers", "1"]
+    first = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
+    second = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
+    outcomes = sorted([(first.wait(timeout=300), first.stderr.read()), (second.wait(timeout=300),
+                                                                          second.stderr.read())])
+    assert [code for code, _ in outcomes] == [0, 2], outcomes
+    refused = outcomes[1][1].strip().splitlines()
+    assert len(refused) == 1 and "is in use by pid" in refused[0]
+    results = read_results(out)
+    assert len(results) == 80 and results["run_id"].is_unique
+
+
+def test_the_lock_is_released_when_the_call_ends(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    with FolderLock(out) as lock:  # free again
+        assert lock.warning is None
+    assert (out / LOCK).read_text() == ""  # a clean exit names no holder
+
+
+# -- a run counts once -----------------------------------------------------------------------------
+def test_a_second_row_for_a_run_is_dropped_on_resume_and_never_counted(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=2), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    lines = _lines(out / "results.csv")
+    (out / "results.csv").write_text("\n".join([*lines, lines[1], lines[2]]) + "\n")  # two runs twice
+    notes: list[str] = []
+    run = run_experiment(load_spec(spec), out, workers=1, resume=True, notify=notes.append)
+    assert run.ran == 0 and len(run.results) == 4 and run.results["run_id"].is_unique
+    assert sum("a second row for a run already recorded" in n for n in notes) == 2
+    assert _lines(out / "results.csv") == lines  # the file holds each run once again
+    assert len(_lines(out / REJECTED)) == 3  # header + the two extra rows, kept aside, not lost
+
+
+def test_add_refuses_a_run_already_recorded(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    from simsched.experiment.store import ResultStore
+
+    store = ResultStore(out, ())
+    finished = store.open(resume=True)
+    run_id = sorted(finished)[0]
+    before = (out / "results.csv").read_bytes()
+    assert store.add({"run_id": run_id, "scenario": "a", "instance": "a", "scheduler": "fifo", "seed": 1,
+                      "ea_stream": None, "scenario_hash": "x", "wall_s": 0.1}, {}, {"avg_wait": 1.0}) is False
+    assert (out / "results.csv").read_bytes() == before
+    assert "already recorded" in store.notices[-1]
+
+
+# -- damaged files ----------------------------------------------------------------------------------
+def test_a_torn_last_line_is_dropped_with_a_warning_and_its_run_redone(tmp_path: Path, capsys) -> None:
+    spec, out = _spec(tmp_path, seeds=2), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    whole = read_results(out)
+    text = (out / "results.csv").read_text()
+    (out / "results.csv").write_text(text[: text.rstrip("\n").rfind("\n") + 1 + 25])  # a power cut mid-row
+    assert main(["experiment", str(spec), "--out", str(out), "--resume", "--quiet", "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert ":5: the last line was cut off" in err
+    again = read_results(out)
+    assert len(again) == 4
+    pd.testing.assert_frame_equal(again.drop(columns="wall_s"), whole.drop(columns="wall_s"))
+
+
+def test_a_damaged_middle_line_is_an_error_naming_it(tmp_path: Path, capsys) -> None:
+    spec, out = _spec(tmp_path, seeds=2), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    lines = _lines(out / "results.csv")
+    lines[2] = lines[2][:20]
+    (out / "results.csv").write_text("\n".join(lines) + "\n")
+    assert main(["experiment", str(spec), "--out", str(out), "--resume", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results.csv:3:" in err[0] and "damaged" in err[0]
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"\x00\x01\x02binary\xff", "binary content"),
+    (b"run_id,x\n\xff\xfe\n", "not UTF-8 text"),
+    (b"name,age\nada,36\n", "do not match this spec's"),
+])
+def test_a_binary_or_foreign_results_file_is_one_line(tmp_path: Path, capsys, content: bytes,
+                                                      expected: str) -> None:
+    spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_bytes(content)
+    assert main(["experiment", str(spec), "--out", str(out), "--resume", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0] and "results.csv" in err[0]
+    assert (out / "results.csv").read_bytes() == content  # left as it was
+
+
+def test_results_csv_that_is_a_device_is_not_read(tmp_path: Path, capsys) -> None:
+    spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").symlink_to("/dev/zero")
+    assert main(["experiment", str(spec), "--out", str(out), "--resume", "--quiet"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+# -- content ----------------------------------------------------------------------------------------
+def test_rows_with_non_numbers_or_another_identity_are_moved_aside_and_redone(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=2), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    whole = read_results(out)
+    frame = whole.copy()
+    column = list(frame.columns).index("avg_wait")
+    lines = _lines(out / "results.csv")
+    cells = lines[1].split(",")
+    cells[column] = "nan"
+    lines[1] = ",".join(cells)
+    cells = lines[2].split(",")
+    cells[3] = "sjf" if cells[3] == "fifo" else "fifo"  # the run_id of one scheduler, the name of the other
+    lines[2] = ",".join(cells)
+    (out / "results.csv").write_text("\n".join(lines) + "\n")
+    notes: list[str] = []
+    run = run_experiment(load_spec(spec), out, workers=1, resume=True, notify=notes.append)
+    assert run.ran == 2 and run.skipped == 2
+    assert any("not a finite number in avg_wait" in n and "done again" in n for n in notes)
+    assert any("differ from the plan's run" in n for n in notes)
+    pd.testing.assert_frame_equal(run.results.drop(columns="wall_s"), whole.drop(columns="wall_s"))
+
+
+def test_an_empty_metric_cell_is_a_mean_over_no_jobs_not_damage(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    lines = _lines(out / "results.csv")
+    column = lines[0].split(",").index("avg_wait")
+    cells = lines[1].split(",")
+    cells[column] = ""
+    lines[1] = ",".join(cells)
+    (out / "results.csv").write_text("\n".join(lines) + "\n")
+    run = run_experiment(load_spec(spec), out, workers=1, resume=True)
+    assert run.ran == 0
+
+
+def test_load_rows_never_counts_a_negative_number_of_missing_runs(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
+    run_experiment(load_spec(spec), out, workers=1)
+    from simsched.experiment.grid import plan
+    from simsched.experiment.runner import load_rows
+
+    tasks = plan(load_spec(spec))
+    lines = _lines(out / "results.csv")
+    (out / "results.csv").write_text("\n".join([*lines, *lines[1:]]) + "\n")  # written by an old, unlocked simsched
+    results, _, _ = load_rows(out, tasks)
+    assert len(results) == 2 and results["run_id"].is_unique
