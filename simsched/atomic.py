@@ -12,6 +12,7 @@ so a bad ``--out`` costs nothing.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -23,16 +24,52 @@ from simsched.errors import InputError
 MARKER = "PARTIAL"
 
 
+#: errno values that mean "the output cannot be written here" (the disk, quota, mount or rights),
+#: not a bug: the CLI reports them on one line with exit code RESOURCE_EXIT (docs/outputs.md)
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
+RESOURCE_EXIT = 74  # EX_IOERR of sysexits.h
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (no race with threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def named(exc: OSError, path: str | Path) -> OSError:
+    """``exc`` with ``path`` as its file name when it has none (``os.write`` errors name no file)."""
+    if exc.filename is None and exc.errno is not None:
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    return exc
+
+
 @contextmanager
 def replacing(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it onto ``path``, else delete it."""
+    """Yield a temporary path beside ``path``; on success rename it onto ``path``, else delete it.
+
+    The file ends with the mode ``open()`` would give it (0666 less the umask), not mkstemp's
+    0600: a colleague who can read the folder can read the results, as with any other file the
+    user writes there (docs/outputs.md)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, path)
+    except OSError as exc:
+        tmp_path.unlink(missing_ok=True)
+        if exc.filename is None:
+            raise named(exc, path) from exc
+        raise
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from simsched import interrupts
+from simsched.atomic import RESOURCE_ERRNOS, RESOURCE_EXIT
 from simsched.cli_args import Parser as _Parser
 from simsched.cli_args import add_override_flags as _add_override_flags
 from simsched.cli_args import add_plot_flags as _add_plot_flags
@@ -87,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         code = interrupts.exit_code(exc)
         return _fail(exc, f"{'terminated' if code == 143 else 'interrupted'}: stopped before any output "
                      "was written", code, debug)
+    except OSError as exc:
+        if exc.errno not in RESOURCE_ERRNOS:
+            return _fail(exc, f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+                         "(a bug in simsched; --debug shows the traceback)", 1, debug)
+        return _fail(exc, resource_line(exc), RESOURCE_EXIT, debug)
     except ModuleNotFoundError as exc:  # run from a checkout without installing: not a bug, say what to do
         return _fail(exc, f"error: the package {exc.name!r} is not installed; install simsched with its "
                      "dependencies first, into the python that runs it: python -m pip install -e .  "
@@ -98,6 +104,22 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last guard: a bug, reported on one line
         return _fail(exc, f"internal error: {type(exc).__name__}: {_one_line(exc)} "
                      "(a bug in simsched; --debug shows the traceback)", 1, debug)
+
+
+def resource_line(exc: OSError) -> str:
+    """One line for an output that the disk, quota, mount or rights refuse (exit RESOURCE_EXIT)."""
+    import errno
+    import os
+
+    where = exc.filename or "an output file"
+    what = {errno.ENOSPC: "free some space or choose another --out",
+            errno.EDQUOT: "free some of your quota or choose another --out",
+            errno.EFBIG: "the file system refuses a file this large; choose another --out",
+            errno.EROFS: "the file system is read-only; choose another --out"}.get(
+        exc.errno, "you may not write there; check its permissions or choose another --out")
+    name = errno.errorcode.get(exc.errno, str(exc.errno))
+    return (f"error: cannot write {where}: {exc.strerror or os.strerror(exc.errno)} ({name}); {what}. "
+            "Everything written before this stays as it was (an experiment continues with --resume).")
 
 
 def _one_line(exc: BaseException) -> str:

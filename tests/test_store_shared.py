@@ -236,3 +236,72 @@ def test_load_rows_never_counts_a_negative_number_of_missing_runs(tmp_path: Path
     (out / "results.csv").write_text("\n".join([*lines, *lines[1:]]) + "\n")  # written by an old, unlocked simsched
     results, _, _ = load_rows(out, tasks)
     assert len(results) == 2 and results["run_id"].is_unique
+
+
+# -- resource errors are errors, not bugs ----------------------------------------------------------
+def _small_tmpfs(folder: Path, size: str) -> bool:
+    """Mount a tmpfs of ``size`` on ``folder`` (needs root; False where that is not allowed)."""
+    folder.mkdir()
+    if os.geteuid() != 0:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def test_a_full_disk_is_one_line_with_its_own_exit_code_and_the_store_survives(tmp_path: Path, capsys,
+                                                                             monkeypatch) -> None:
+    from simsched.atomic import RESOURCE_EXIT
+    from simsched.experiment import store as store_module
+
+    spec, out = _spec(tmp_path, seeds=3), tmp_path / "out"
+    real_write, calls = os.write, []
+
+    def full_after_two_rows(fd: int, data) -> int:
+        calls.append(1)
+        if len(calls) > 2:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(store_module.os, "write", full_after_two_rows)
+    assert main(["experiment", str(spec), "--out", str(out), "--quiet", "--workers", "1"]) == RESOURCE_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"error: cannot write {out / 'results.csv'}: No space left on device (ENOSPC)")
+    assert "internal error" not in err[0] and "bug" not in err[0]
+    assert len(read_results(out)) == 2  # the rows written before the disk filled stay
+    monkeypatch.setattr(store_module.os, "write", real_write)
+    assert main(["experiment", str(spec), "--out", str(out), "--quiet", "--workers", "1", "--resume"]) == 0
+    assert len(read_results(out)) == 6
+
+
+def test_a_real_full_tmpfs_under_run_out(tmp_path: Path, capsys) -> None:
+    from simsched.atomic import RESOURCE_EXIT
+
+    small = tmp_path / "small"
+    if not _small_tmpfs(small, "16k"):
+        pytest.skip("cannot mount a small tmpfs here (needs root); the patched-write test covers the message")
+    try:
+        code = main([str(REPO / "scenarios" / "philly_hetero.toml"), "--out", str(small), "--quiet",
+                     "--jobs-limit", "400"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == RESOURCE_EXIT, err
+        assert len(err) == 1 and "No space left on device (ENOSPC)" in err[0] and str(small) in err[0]
+        assert not [p.name for p in small.iterdir() if p.name.endswith(".tmp")]  # no temporary files left
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+# -- modes ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_outputs_get_the_mode_open_would_give_under_the_umask(tmp_path: Path, umask: int) -> None:
+    from simsched.atomic import write_text
+
+    old = os.umask(umask)
+    try:
+        path = write_text(tmp_path / "summary.json", "{}")
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")
+    finally:
+        os.umask(old)
+    assert (path.stat().st_mode & 0o777) == (plain.stat().st_mode & 0o777) == 0o666 & ~umask

@@ -44,6 +44,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.atomic import named
 from simsched.errors import InputError
 
 IDENTITY_COLUMNS = ("run_id", "scenario", "instance", "scheduler", "seed", "ea_stream", "scenario_hash", "wall_s")
@@ -70,13 +71,15 @@ def _text(value: Any) -> str:
 
 def _append(path: Path, data: bytes) -> None:
     """Append ``data`` with one write on an O_APPEND descriptor, then fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
+    except OSError as exc:  # ENOSPC and the like name no file: say which one
+        raise named(exc, path) from exc
     finally:
         os.close(fd)
 
@@ -84,11 +87,15 @@ def _append(path: Path, data: bytes) -> None:
 def _rewrite(path: Path, data: bytes) -> None:
     """Replace ``path`` atomically (temporary file + rename)."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise named(exc, path) from exc
 
 
 def _number_or_empty(cell: str) -> bool:
