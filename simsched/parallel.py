@@ -19,6 +19,7 @@ that order is deterministic regardless of the executor and the worker count.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
@@ -47,6 +48,9 @@ class TaskRunner:
         self._pool: ProcessPoolExecutor | None = None
         self._ray: Any = None
         self._ray_owned = False
+        self.retries = 0  # Ray tasks retried because their node or worker died
+        self.ray_messages: list[str] = []  # what the Ray cluster told the driver (not printed)
+        self._restore_printer: Callable[[], None] | None = None
 
     def __enter__(self) -> TaskRunner:
         if self.executor == "ray":
@@ -64,14 +68,37 @@ class TaskRunner:
         if not ray.is_initialized():
             try:
                 if self.address:
-                    ray.init(address=self.address, log_to_driver=False)
+                    ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
                 else:
-                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
+                             logging_level=logging.WARNING)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; report it as one line
                 where = f"at {self.address!r}" if self.address else "locally"
                 raise InputError(f"could not start or reach Ray {where}: {exc}") from None
             self._ray_owned = True
+            self._route_ray_messages()
         self._ray = ray
+
+    def _route_ray_messages(self) -> None:
+        """Keep the cluster's messages to the driver (a task retried after its node died, ...) out of
+        the terminal: Ray prints them on stdout from a thread, which would break ``--quiet`` and
+        ``--json``. They are counted (:attr:`retries`) and kept (:attr:`ray_messages`) instead.
+        Ray 2.x has no switch for this, so its printer function is replaced while this runner owns
+        the connection; without that function (another Ray version) the messages print as before."""
+        import ray._private.worker as ray_worker
+
+        original = getattr(ray_worker, "print_to_stdstream", None)
+        if original is None:  # pragma: no cover - another Ray version
+            return
+
+        def keep(data: dict, ignore_prefix: bool = False) -> None:
+            for line in data.get("lines", ()):
+                self.ray_messages.append(str(line))
+                if "will be retried" in str(line):
+                    self.retries += 1
+
+        ray_worker.print_to_stdstream = keep
+        self._restore_printer = lambda: setattr(ray_worker, "print_to_stdstream", original)
 
     def close(self, cancel: bool = False) -> None:
         if self._pool is not None:
@@ -81,6 +108,9 @@ class TaskRunner:
             self._pool = None
         if self._ray is not None and self._ray_owned:
             self._ray.shutdown()
+            if self._restore_printer:
+                self._restore_printer()
+                self._restore_printer = None
         self._ray = None
         self._ray_owned = False
 

@@ -79,6 +79,7 @@ def experiment_command(argv: list[str]) -> int:
             console = Console(width=140)
         for table in rich_tables(stats, spec, title):
             console.print(table)
-        err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now); "
+        retried = f", {run.retries} Ray tasks retried after their node was lost" if run.retries else ""
+        err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now{retried}); "
                   f"wrote {out / 'results.csv'}, " + ", ".join(p.name for p in paths))
     return 0

@@ -101,6 +101,7 @@ class ExperimentRun:
     skipped: int  # runs already finished before this call (--resume)
     ran: int
     stale: int = 0  # results rows of runs not in this plan (an earlier grid): kept on disk, left out
+    retries: int = 0  # Ray tasks retried because their node or worker died (each run still counts once)
 
 
 def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None = None,
@@ -147,6 +148,7 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
     else:
         workers = workers or os.cpu_count() or 1
     recorded = 0
+    retries = 0
     if progress:
         progress(skipped, len(tasks))
     try:
@@ -162,10 +164,11 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
                     raise KeyboardInterrupt
                 if progress:
                     progress(skipped + recorded, len(tasks))
+            retries = runner.retries
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (simsched.interrupts)
         raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out), exit_code(exc)) from None
     results, decisions, stale = load_rows(out, tasks)
-    return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded, stale)
+    return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded, stale, retries)
 
 
 def _tell(store: ResultStore, notify: Callable[[str], None] | None) -> None:
