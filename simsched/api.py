@@ -31,6 +31,10 @@ from simsched.seeding import stream
 from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
+#: the files a run writes into its --out folder (with plots/): no input may have one of these paths
+RUN_FILES = ("jobs.csv", "events.csv", "nodes.csv", "spells.csv", "timeline.csv", "summary.json", "PARTIAL",
+             "report.html")
+
 
 class RunResult:
     """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
@@ -109,7 +113,7 @@ class RunResult:
     def partial(self) -> bool:
         return bool(self.summary.get("partial"))
 
-    def write(self, out_dir: str | Path) -> Path:
+    def write(self, out_dir: str | Path) -> Path:  # the files: RUN_FILES
         """Write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json into ``out_dir``
         (columns: docs/outputs.md), each atomically.
 

@@ -27,6 +27,7 @@ from simsched.cli_args import non_negative_int as _non_negative_int
 from simsched.cli_args import positive_int as _positive_int
 from simsched.cli_args import scheduler_flags as _scheduler_flags
 from simsched.errors import InputError, SimschedError, did_you_mean
+from simsched.inputs import forget as forget_inputs
 
 #: Subcommand name -> "module:function(argv) -> exit code", imported only when used.
 #: A new subcommand is one line here and a module of its own.
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:
+        forget_inputs()  # each command notes its own inputs (simsched.inputs)
         interrupts.install(watchdog=as_program)
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
@@ -151,6 +153,12 @@ def _run(argv: list[str]) -> int:
     console = wide_console(stderr=True, minimum=160)  # piped: the progress line and warnings are not cut
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
+    if args.out:  # every input is read by now: refuse an --out that would replace one (simsched.inputs)
+        from simsched.api import RUN_FILES
+        from simsched.inputs import check_outputs, scenario_inputs
+
+        scenario_inputs(scenario)
+        check_outputs([Path(args.out) / name for name in RUN_FILES], [Path(args.out) / "plots"])
     for warning in ready.warnings:
         console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     if quiet:
@@ -339,6 +347,16 @@ def _compare(argv: list[str]) -> int:
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by, nodes_per_type=args.nodes_per_type,
                         scheduler_keys=_scheduler_flags(args))
+    if args.out:  # the scenario is read by now: refuse an --out that would replace an input
+        from simsched.compare import COMPARE_FILES
+        from simsched.inputs import check_outputs, note_read, scenario_inputs
+        from simsched.scenario import load_scenario
+
+        note_read(args.scenario, "scenario")
+        for instance in spec.instances:  # each scenario's trace, workload and policy files
+            scenario_inputs(load_scenario(instance))
+        check_outputs([Path(args.out) / name for name in COMPARE_FILES],
+                      [Path(args.out) / "jobs", Path(args.out) / "plots"])
     where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs,
                  out=args.out, resume=args.resume)
     try:

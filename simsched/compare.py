@@ -144,6 +144,8 @@ class CompareInterrupted(Interrupted):
 
 
 JOURNAL = "compare_runs.partial.jsonl"
+#: the files a compare writes into its --out folder (with jobs/ and plots/)
+COMPARE_FILES = ("compare.csv", "compare_runs.csv", "compare.md", JOURNAL, "PARTIAL", "report.html")
 
 
 def journal_path(out_dir: str | Path) -> Path:

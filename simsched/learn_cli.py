@@ -78,6 +78,12 @@ def learn_command(argv: list[str]) -> int:
     workers = args.workers or (os.cpu_count() or 1)
     console = Console(stderr=True, soft_wrap=True)  # long paths stay on one line (no terminal width)
     ckpt = checkpoint_path(out)
+    from simsched.inputs import check_outputs, note_read, scenario_inputs
+    from simsched.scenario import load_scenario
+
+    note_read(args.scenario, "scenario")
+    scenario_inputs(load_scenario(args.scenario))  # its trace and policy files, read later by learn()
+    check_outputs([out, ckpt])
     if args.resume and not ckpt.is_file() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first generation")
     kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume,

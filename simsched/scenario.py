@@ -37,6 +37,7 @@ else:  # pragma: no cover
 
 from simsched import limits
 from simsched.errors import InputError, did_you_mean
+from simsched.inputs import note_read
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.params import Params
 from simsched.workloads.registry import ReadContext
@@ -173,6 +174,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: file not found")
     if not path.is_file():
         raise InputError(f"{path}: is not a regular file; give a TOML file")
+    note_read(path, "TOML file")
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

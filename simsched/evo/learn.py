@@ -56,6 +56,7 @@ from simsched.evo.priority import (
     save_priority,
     to_json,
 )
+from simsched.inputs import note_read
 from simsched.parallel import TaskRunner
 from simsched.params import Params
 from simsched.scenario import load_scenario, read_toml
@@ -340,6 +341,7 @@ def _write_checkpoint(path: Path, config: LearnConfig, digest: str, state: _Stat
 
 
 def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
+    note_read(path, "checkpoint")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:

@@ -33,6 +33,7 @@ import networkx as nx
 import numpy as np
 
 from simsched.errors import InputError
+from simsched.inputs import note_read
 
 #: binary function symbols with their precedence (higher binds tighter).
 FUNCTIONS: dict[str, int] = {"+": 1, "-": 1, "*": 2, "%": 2}
@@ -404,6 +405,7 @@ def load_priority(name_or_path: str | Path) -> nx.DiGraph:
     if path.suffix.lower() == ".json" or path.is_file():
         if not path.is_file():
             raise InputError(f"priority file {text!r} not found; built-ins: {', '.join(BUILTIN)}")
+        note_read(path, "priority file")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:

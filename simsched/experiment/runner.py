@@ -22,6 +22,7 @@ from simsched.experiment.grid import RunTask, check_runs, plan
 from simsched.experiment.lock import FolderLock
 from simsched.experiment.spec import ExperimentSpec
 from simsched.experiment.store import ResultStore, in_plan_order, read_decisions, read_results
+from simsched.inputs import check_outputs, note_read, scenario_inputs
 from simsched.interrupts import deferred, exit_code, received
 from simsched.parallel import TaskRunner
 
@@ -118,12 +119,32 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     """
     tasks = plan(spec)
     check_runs(spec, tasks)
+    _check_inputs_kept(spec, tasks, Path(out))
     Path(out).mkdir(parents=True, exist_ok=True)
     with FolderLock(out) as lock:  # one writer per folder: a second invocation stops here (exit 2)
         if lock.warning and notify:
             notify(lock.warning)
         return _run_locked(spec, tasks, out, workers=workers, executor=executor, address=address,
                            resume=resume, progress=progress, notify=notify)
+
+
+#: the files an experiment writes into its folder (with jobs/ and plots/): no input may be one of them
+EXPERIMENT_FILES = ("results.csv", "plan.csv", "decisions.csv", "results.rejected.csv", ".simsched.lock",
+                    "summary.csv", "instance_ranks.csv", "tests.csv", "by_priority.csv", "decision_time.csv",
+                    "report.md", "report.html", "PARTIAL")
+
+
+def _check_inputs_kept(spec: ExperimentSpec, tasks: list[RunTask], out: Path) -> None:
+    """Refuse a folder whose outputs would replace the spec, a scenario or a trace (simsched.inputs)."""
+    seen: set[int] = set()
+    for task in tasks:
+        if id(task.resolved.workload) not in seen:
+            seen.add(id(task.resolved.workload))
+            scenario_inputs(task.resolved)
+    spec_path = getattr(spec, "path", None)
+    if spec_path:
+        note_read(spec_path, "experiment spec")
+    check_outputs([out / name for name in EXPERIMENT_FILES], [out / "jobs", out / "plots"])
 
 
 def _identity_text(task: RunTask) -> tuple[str, ...]:

@@ -97,6 +97,12 @@ def _train(argv: list[str]) -> int:
     workers = args.workers or (os.cpu_count() or 1)
     console = Console(stderr=True, soft_wrap=True)  # long paths and progress lines stay on one line
     ckpt = checkpoint_path(out)
+    from simsched.inputs import check_outputs, note_read, scenario_inputs
+    from simsched.scenario import load_scenario
+
+    note_read(args.scenario, "scenario")
+    scenario_inputs(load_scenario(args.scenario))  # its workload files and policy too
+    check_outputs([out, ckpt])
     if args.resume and not ckpt.is_file() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first update")
     try:

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from simsched.errors import InputError
+from simsched.inputs import note_read
 from simsched.parallel import TaskRunner
 from simsched.rl.agent import LinearAgent
 from simsched.rl.features import FleetShape, ObsConfig
@@ -220,6 +221,7 @@ def train(scenario: str | Path, config: TrainConfig, *, out: str | Path, workers
     best_jct: float | None = None
     history: list[dict] = []
     if resume and ckpt.is_file():
+        note_read(ckpt, "checkpoint")
         with np.load(ckpt, allow_pickle=False) as data:
             if str(data["key"]) != key:
                 raise InputError(f"{ckpt}: the checkpoint is from other settings; "

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.errors import InputError, did_you_mean
+from simsched.inputs import note_read
 from simsched.workloads.registry import Params, ReadContext, reader
 from simsched.workloads.table import normalize
 
@@ -51,6 +52,7 @@ def read_csv(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
     params.finish()
     if not path.is_file():
         raise InputError(f"{path}: {'is a folder; give a job CSV file' if path.is_dir() else 'file not found'}")
+    note_read(path, "job CSV")
     rows: dict[str, list] = {c: [] for c in REQUIRED + OPTIONAL}
     seen: set[str] = set()
     try:

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.errors import InputError
+from simsched.inputs import note_read
 from simsched.workloads.table import empty_table, normalize
 
 
@@ -30,6 +31,7 @@ def require_file(path: Path, what: str = "trace file") -> Path:
     if not path.is_file():
         hint = " (it is a directory)" if path.is_dir() else ""
         raise InputError(f"{path}: file not found{hint}; check the {what} path")
+    note_read(path, what)
     return path
 
 
