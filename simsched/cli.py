@@ -139,6 +139,16 @@ def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
 
 def _run(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+    if args.json:  # stdout carries the JSON alone: whatever a policy prints goes to stderr
+        import contextlib
+
+        json_out = sys.stdout
+        with contextlib.redirect_stdout(sys.stderr):
+            return _run_parsed(args, json_out)
+    return _run_parsed(args, sys.stdout)
+
+
+def _run_parsed(args: argparse.Namespace, stdout) -> int:
 
 
     from simsched.api import simulation
@@ -178,7 +188,7 @@ def _run(argv: list[str]) -> int:
             console.print("wrote " + ", ".join(str(p) for p in drawn))
     with interrupts.deferred():
         if args.json:
-            print(json.dumps(result.summary, indent=2, sort_keys=True))
+            print(json.dumps(result.summary, indent=2, sort_keys=True), file=stdout)
         elif not args.quiet:
             title = f"{scenario.name}: {scenario.scheduler.policy} (seed {result.summary['seed']})"
             if result.partial:

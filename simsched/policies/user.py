@@ -60,6 +60,9 @@ def _describe(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
 
 
+_MISSING = object()
+
+
 class UserPolicy:
     """Wraps a user's scheduler object: same interface, every failure reported as a :class:`PolicyError`."""
 
@@ -67,8 +70,8 @@ class UserPolicy:
         self.policy = policy
         self.name = name
         self.path = path
-        self.interval_s = self._interval(getattr(policy, "interval_s", None))
-        self.restrict_to_home = bool(getattr(policy, "restrict_to_home", False))
+        self.interval_s = self._interval(self._attribute("interval_s", None))
+        self.restrict_to_home = bool(self._attribute("restrict_to_home", False))
         self._read_only = ReadOnlyPolicy(policy)  # decides on read-only views: writes raise, naming the attribute
 
     # -- locations -------------------------------------------------------------
@@ -92,6 +95,15 @@ class UserPolicy:
     def rejected(self, exc: Exception) -> PolicyError:
         """The engine refused a decision (over-allocation, unknown job or node ...)."""
         return self.error(f"{self.name}.decide made an invalid decision: {exc}")
+
+    def _attribute(self, name: str, default: Any) -> Any:
+        """``getattr(policy, name, default)``; a property that raises is the user's error, one line."""
+        try:
+            return getattr(self.policy, name, default)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise self.raised(exc, name) from exc
 
     # -- checks ----------------------------------------------------------------
     def _interval(self, value: Any) -> float | None:
@@ -135,21 +147,48 @@ class UserPolicy:
             if not isinstance(job_id, str):
                 raise self.error(f"{self.name}.decide: Decision.preempts must hold job_id strings, "
                                  f"got {job_id!r:.60}")
-        return decision
+        # plain str and int copies: a subclass's own __hash__, __eq__ or __index__ never reaches the engine
+        return Decision(starts=tuple(Start(str.__str__(start.job_id), tuple(int(node) for node in start.nodes))
+                                     for start in decision.starts),
+                        preempts=tuple(str.__str__(job_id) for job_id in decision.preempts))
 
     # -- the interface -----------------------------------------------------------
     def decide(self, view) -> Decision:
         try:
             decision = self._read_only.decide(view)
-        except (Exception, SystemExit) as exc:  # the user's code: anything it raises is bad input
+        except BaseException as exc:  # the user's code: anything it raises is bad input ...
+            if isinstance(exc, KeyboardInterrupt):  # ... but Ctrl-C and SIGTERM stay interrupts
+                raise
             raise self.raised(exc, "decide") from exc
-        return self._check(decision)
+        try:
+            return self._check(decision)
+        except PolicyError:
+            raise
+        except BaseException as exc:  # a returned object whose own methods raise (__hash__, __int__ ...)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise self.error(f"{self.name}.decide returned an object whose own methods raise: "
+                             f"{_describe(exc).removeprefix('raised ')}") from exc
 
     def __getattr__(self, name: str) -> Any:
         # other optional attributes (e.g. bind) come from the user's object
         if name == "policy":
             raise AttributeError(name)
-        return getattr(self.policy, name)
+        value = self._attribute(name, _MISSING)
+        if value is _MISSING:
+            raise AttributeError(name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:  # bind(fleet), quiet_until(view): the user's code too
+            try:
+                return value(*args, **kwargs)
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raise self.raised(exc, name) from exc
+
+        return call
 
 
 def _policy_path(ref: str, base_dir: Path) -> Path:
@@ -174,15 +213,24 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
         sys.modules[module_name] = module
         try:
             module_spec.loader.exec_module(module)
-        except (Exception, SystemExit) as exc:  # the user's code: report it as bad input, one line
+        except BaseException as exc:  # the user's code: report it as bad input, one line (not Ctrl-C)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             line = _where(exc, path)
             raise PolicyError(f"{path}{'' if line is None else f':{line}'}: importing the policy failed: "
                               f"{_describe(exc).removeprefix('raised ')}") from exc
     else:
+        if not all(part.isidentifier() for part in where.split(".")):
+            raise InputError(f"{file}: scheduler.policy: {ref!r}: {where!r} is not a module name; give "
+                             "'path/to/file.py:Class' or 'package.module:Class'")
         try:
             module = importlib.import_module(where)
         except ImportError as exc:
             raise InputError(f"{file}: scheduler.policy: cannot import module {where!r}: {exc}") from None
+        except BaseException as exc:  # the module's own code failed while importing
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise PolicyError(f"{where}: importing the policy failed: {_describe(exc).removeprefix('raised ')}") from exc
         source = getattr(module, "__file__", None)
         path = Path(source) if source else None
     cls = getattr(module, name, None)
@@ -196,7 +244,9 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
         if _where(exc, path) is None:  # the call itself: wrong options for __init__
             raise InputError(f"{file}: scheduler: {name}({', '.join(options)}) failed: {exc}") from None
         raise _raised_in_init(exc, name, path) from exc
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
         raise _raised_in_init(exc, name, path) from exc
     if not callable(getattr(scheduler, "decide", None)):
         raise InputError(f"{file}: scheduler.policy: {name} has no decide(view) method; {INTERFACE_HINT}")

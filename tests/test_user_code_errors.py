@@ -1,0 +1,159 @@
+"""User code is bad input (issue 24): whatever a policy raises, BaseException subclasses and
+GeneratorExit included, from decide, from a property, from bind, or from the methods of an object it
+returns, ends as one line naming the policy's file and line, exit 2; a Ctrl-C stays an interrupt. A
+malformed policy reference is exit 2 too, and with --json a policy's prints go to stderr."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simsched.cli import main
+
+JOBS = "job_id,submit,duration,gpus\na,0,100,1\nb,10,200,2\n"
+SCENARIO = """
+name = "s"
+seed = 1
+[[cluster]]
+name = "c0"
+nodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]
+[workload]
+source = "csv"
+path = "jobs.csv"
+[scheduler]
+policy = "fifo"
+"""
+POLICIES = '''
+from simsched.policies.base import Decision, Start
+
+
+class Boom(BaseException):
+    pass
+
+
+class RaisesBase:
+    def decide(self, view):
+        raise Boom("bang")
+
+
+class RaisesGeneratorExit:
+    def decide(self, view):
+        raise GeneratorExit("closing")
+
+
+class IntervalRaises:
+    @property
+    def interval_s(self):
+        raise RuntimeError("no interval")
+
+    def decide(self, view):
+        return Decision()
+
+
+class BadId(str):
+    def __hash__(self):
+        raise ValueError("unhashable id")
+
+
+class ReturnsBadId:
+    def decide(self, view):
+        starts = tuple(Start(BadId(job.job_id), (0,) * job.workers) for job in view.queue[:1])
+        return Decision(starts=starts)
+
+
+class BadNode(int):
+    def __int__(self):
+        raise ArithmeticError("not a number today")
+
+
+class ReturnsBadNode:
+    def decide(self, view):
+        return Decision(starts=tuple(Start(job.job_id, (BadNode(0),)) for job in view.queue[:1]))
+
+
+class QuietRaises:
+    interval_s = 10.0
+
+    def quiet_until(self, view):
+        raise LookupError("no idea when")
+
+    def decide(self, view):
+        return Decision()
+
+
+class Chatty:
+    def decide(self, view):
+        print("thinking out loud")
+        starts = []
+        free = list(view.free)
+        for job in view.queue:
+            for node, gpus in enumerate(free):
+                if gpus >= job.gpus * 1000:
+                    starts.append(Start(job.job_id, (node,)))
+                    free[node] -= job.gpus * 1000
+                    break
+        return Decision(starts=tuple(starts))
+
+
+class Interrupts:
+    def decide(self, view):
+        raise KeyboardInterrupt
+'''
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch) -> Path:
+    (tmp_path / "jobs.csv").write_text(JOBS)
+    (tmp_path / "s.toml").write_text(SCENARIO)
+    (tmp_path / "pol.py").write_text(POLICIES)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _line_of(text: str, folder: Path) -> int:
+    return next(i for i, line in enumerate((folder / "pol.py").read_text().splitlines(), 1) if text in line)
+
+
+@pytest.mark.parametrize("name, where, what", [
+    ("RaisesBase", 'raise Boom("bang")', "RaisesBase.decide raised Boom: bang"),
+    ("RaisesGeneratorExit", 'raise GeneratorExit("closing")', "decide raised GeneratorExit: closing"),
+    ("IntervalRaises", 'raise RuntimeError("no interval")', "interval_s raised RuntimeError: no interval"),
+    ("ReturnsBadNode", None, "returned an object whose own methods raise: ArithmeticError: not a number today"),
+    ("QuietRaises", 'raise LookupError("no idea when")', "quiet_until raised LookupError: no idea when"),
+])
+def test_anything_a_policy_raises_is_one_line_naming_file_and_line(folder: Path, capsys, name: str,
+                                                                   where: str | None, what: str) -> None:
+    assert main(["s.toml", "--policy", f"pol.py:{name}", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert what in err[0], err[0]
+    assert f"{folder / 'pol.py'}:" in err[0]
+    if where:
+        assert f"pol.py:{_line_of(where, folder)}:" in err[0]
+
+
+def test_a_job_id_whose_hash_raises_never_reaches_the_engine(folder: Path) -> None:
+    """The decision is copied into plain str and int before the engine sees it."""
+    assert main(["s.toml", "--policy", "pol.py:ReturnsBadId", "--quiet", "--out", "out"]) == 0
+    assert json.loads((folder / "out" / "summary.json").read_text())["completed"] == 2
+
+
+def test_a_ctrl_c_inside_a_policy_stays_an_interrupt(folder: Path, capsys) -> None:
+    assert main(["s.toml", "--policy", "pol.py:Interrupts", "--quiet"]) == 130
+
+
+@pytest.mark.parametrize("ref", ["..x:P", ".x:P", "a..b:P", "x/y:P", ":P", "x:"])
+def test_a_malformed_policy_reference_is_bad_input(folder: Path, capsys, ref: str) -> None:
+    assert main(["s.toml", "--policy", ref, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error" not in err[0], err
+
+
+def test_with_json_a_policys_prints_go_to_stderr(folder: Path, capsys) -> None:
+    assert main(["s.toml", "--policy", "pol.py:Chatty", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["completed"] == 2
+    assert "thinking out loud" in captured.err and "thinking out loud" not in captured.out
