@@ -311,6 +311,7 @@ def _compare(argv: list[str]) -> int:
     from simsched.atomic import check_out_dir
     from simsched.compare import (
         CompareInterrupted,
+        WorkerDied,
         compare_spec,
         rich_tables,
         run_compare,
@@ -384,6 +385,12 @@ def _compare(argv: list[str]) -> int:
                                detail=f"{snap.done}/{snap.total} runs finished{left}  running: {running or '-'}")
 
                 result = run_compare(spec, **where, progress=show)
+    except WorkerDied as exc:  # the user's policy ended its worker process: bad input, finished runs kept
+        if args.out:
+            command = "python -m simsched compare " + " ".join(a for a in argv if a not in ("--resume", "--debug"))
+            write_partial(args.out, exc, command)
+        raise InputError(f"{exc} ({len(exc.rows)} of {exc.total} runs finished"
+                         + (f", kept in {args.out}, marked PARTIAL)" if args.out else ")")) from None
     except CompareInterrupted as exc:
         code = exit_code(exc)
         what = "terminated" if code == 143 else "interrupted"

@@ -40,6 +40,8 @@ import math
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,7 @@ import pandas as pd
 
 from simsched import atomic, ranking
 from simsched.errors import InputError, did_you_mean
-from simsched.interrupts import Interrupted
+from simsched.interrupts import Interrupted, worker_setup
 from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
 from simsched.parallel import TaskRunner
 from simsched.params import Params
@@ -139,6 +141,16 @@ class CompareInterrupted(Interrupted):
 
     def __init__(self, signum: int, rows: list[dict[str, Any]], total: int) -> None:
         super().__init__(signum)
+        self.rows = rows
+        self.total = total
+
+
+class WorkerDied(InputError):
+    """A worker process died under a run (a policy that called ``os._exit``, crashed the
+    interpreter, or was killed): the run is named, the finished runs are kept (``rows``)."""
+
+    def __init__(self, message: str, rows: list[dict[str, Any]], total: int) -> None:
+        super().__init__(message)
         self.rows = rows
         self.total = total
 
@@ -393,9 +405,12 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     if progress is not None:
         progress(CompareProgress(len(completed), len(tasks), running(), 0.0))
     try:
-        with TaskRunner(executor, workers, address) as runner:
-            results = runner.map(run_task, [(tasks[i],) for i in todo], on_task=on_task if progress else None,
-                                 on_each=keep)
+        try:
+            with TaskRunner(executor, workers, address) as runner:
+                results = runner.map(run_task, [(tasks[i],) for i in todo], on_task=on_task if progress else None,
+                                     on_each=keep)
+        except BrokenProcessPool:
+            results = _after_a_worker_died(tasks, todo, finished, keep, done)
     except KeyboardInterrupt as exc:
         from simsched import interrupts
 
@@ -411,6 +426,31 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     result.jobs = jobs
     result.warnings = run_warnings(tasks, said)
     return result
+
+
+def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[int, dict[str, Any]],
+                         keep: Callable[[int, dict[str, Any]], None], done: dict[int, dict[str, Any]]) -> list:
+    """A worker process died and took the pool with it. Which run killed it is not known (several
+    ran at once), so the runs not yet finished are run again one at a time, each in a fresh
+    one-process pool: a pool that breaks now names its run exactly. Runs that finish are kept as
+    usual; the first run under which a worker dies raises :class:`WorkerDied` naming it."""
+    for position, index in enumerate(todo):
+        if index in finished:
+            continue
+        with ProcessPoolExecutor(max_workers=1, initializer=worker_setup, initargs=(os.getpid(),)) as pool:
+            future = pool.submit(run_task, tasks[index])
+            try:
+                row = future.result()
+            except BrokenProcessPool:
+                task = tasks[index]
+                rows = {**done, **finished}
+                kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+                raise WorkerDied(f"compare: the worker process running {task.scheduler} on {task.instance} "
+                                 f"(seed {task.seed}) died without a word (the policy ended its process, e.g. "
+                                 "os._exit, or crashed the interpreter); a policy must return a Decision",
+                                 kept, len(tasks)) from None
+        keep(position, row)
+    return [finished[index] for index in todo]
 
 
 def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> list[str]:
@@ -441,14 +481,15 @@ def warnings_of(result: CompareResult) -> list[str]:
     return said
 
 
-def write_partial(out_dir: str | Path, exc: CompareInterrupted, command: str) -> Path:
-    """Keep the finished runs of an interrupted comparison: compare_runs.csv and a PARTIAL marker."""
+def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied, command: str) -> Path:
+    """Keep the finished runs of an interrupted or failed comparison: compare_runs.csv and a PARTIAL marker."""
     from simsched import interrupts
 
     out = Path(out_dir)
     with interrupts.deferred():
         out.mkdir(parents=True, exist_ok=True)
-        atomic.mark_partial(out, f"interrupted comparison: {len(exc.rows)} of {exc.total} runs finished; "
+        why = "failed" if isinstance(exc, WorkerDied) else "interrupted"
+        atomic.mark_partial(out, f"{why} comparison: {len(exc.rows)} of {exc.total} runs finished; "
                             f"compare_runs.csv lists them and nothing is ranked; continue with: {command} --resume")
         for stale in ("compare.csv", "compare.md"):  # an earlier comparison's tables would mislead
             (out / stale).unlink(missing_ok=True)

@@ -157,3 +157,16 @@ def test_with_json_a_policys_prints_go_to_stderr(folder: Path, capsys) -> None:
     summary = json.loads(captured.out)
     assert summary["completed"] == 2
     assert "thinking out loud" in captured.err and "thinking out loud" not in captured.out
+
+
+def test_a_worker_process_that_dies_under_compare_is_a_named_failed_run(folder: Path, capsys) -> None:
+    (folder / "die.py").write_text("import os\n\n\nclass Die:\n    def decide(self, view):\n        os._exit(7)\n")
+    code = main(["compare", "s.toml", "--schedulers", "fifo,die.py:Die", "--seeds", "2", "--workers", "2",
+                 "--out", "cmp", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "the worker process running die.py:Die on s.toml (seed 1) died" in err[0]
+    assert "internal error" not in err[0] and "BrokenProcessPool" not in err[0]
+    assert (folder / "cmp" / "PARTIAL").read_text().startswith("failed comparison:")
+    kept = (folder / "cmp" / "compare_runs.csv").read_text().splitlines()
+    assert all(",fifo," in line for line in kept[1:]) and len(kept) >= 2  # fifo's finished runs are kept
