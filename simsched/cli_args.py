@@ -7,6 +7,8 @@ imports another (no import circles).
 from __future__ import annotations
 
 import argparse
+import math
+import re
 from typing import Any
 
 from simsched.errors import InputError
@@ -19,17 +21,32 @@ class Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message} (see --help)")
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 written with ASCII digits (no 'inf', 'nan', '1_0' or full-width digits)."""
+    if not _FLOAT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (like 0.01 or 1e-3), got {text!r}")
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if not _INTEGER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
     return value
 
 
 def non_negative_int(text: str) -> int:
+    if not _INTEGER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
     try:
         value = int(text)
     except ValueError:

@@ -254,7 +254,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
     resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path, options)
-    rank_by = rank_by or own_rank_by
+    rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
                        METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
                        dict(scheduler_keys or {}))

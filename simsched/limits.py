@@ -28,6 +28,9 @@ MAX_GPUS_PER_NODE = 4096
 MAX_EVENTS = 1e9
 #: GP or EA evaluations (simulations) beyond which learning would take years
 MAX_RUNS = 1e8
+#: the smallest value a strictly positive key accepts (loads, durations, speedups, rates ...): below it
+#: a value only produces divisions by zero or infinities (5e-324 > 0, yet 1 / (5e-324 * 0.5) fails)
+MIN_POSITIVE = 1e-9
 #: the largest offered load accepted (x fleet capacity); above it every job queues at once anyway
 MAX_LOAD = 1000.0
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from simsched import limits
 from simsched.errors import InputError, did_you_mean
 
 _MISSING = object()
@@ -78,6 +79,10 @@ class Params:
             if value < min_value or (exclusive_min and value == min_value):
                 relation = ">" if exclusive_min else ">="
                 raise self.error(name, f"must be {relation} {min_value}, got {value!r}")
+            if exclusive_min and min_value == 0 and value < limits.MIN_POSITIVE:
+                # 5e-324 is > 0, but dividing by it (or by its product with anything) overflows or hits 0
+                raise self.error(name, f"must be >= {limits.MIN_POSITIVE:g} (a smaller positive value only "
+                                       f"produces divisions by zero or infinities), got {value!r}")
         if max_value is not None and isinstance(value, (int, float)) and value > max_value:
             raise self.error(name, f"must be <= {max_value}, got {value!r}")
         return value

@@ -268,11 +268,16 @@ def _instance(top: Params, path: Path):
 
 def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:
     types = builtin_gpu_types()
+    declared: dict[str, int] = {}  # name -> index of the [[gpu_type]] that declared it
     for i, entry in enumerate(top.get("gpu_type", list, [])):
         if not isinstance(entry, dict):
             raise top.error("gpu_type", "must be an array of tables [[gpu_type]]")
         p = Params(entry, f"gpu_type[{i}]", path)
         name = p.get("name", str)
+        if name in declared:
+            raise p.error("name", f"{name!r} is also declared by gpu_type[{declared[name]}]; declare each type once "
+                                  "(a [[gpu_type]] with a built-in name overrides the built-in)")
+        declared[name] = i
         types[name] = GpuType(
             name,
             p.get("speedup", float, types[name].speedup if name in types else None,

@@ -26,6 +26,8 @@ def _parser() -> Parser:
     p.add_argument("--resume", action="store_true",
                    help="continue the experiment in DIR: runs already in results.csv are skipped")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    p.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
+                   help="refuse a grid of more than N runs before expanding it (default 1,000,000)")
     add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
     return p
 
@@ -44,7 +46,9 @@ def experiment_command(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.address and args.executor != "ray":
         raise InputError("python -m simsched experiment: --address needs --executor ray")
-    spec = load_spec(args.spec, args.preset)
+    from simsched.experiment.spec import MAX_RUNS
+
+    spec = load_spec(args.spec, args.preset, max_runs=args.max_runs or MAX_RUNS)
     out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
     args.out = str(out)  # the default folder counts as given for --plots/--report
     pictures = check_plot_flags(args, "python -m simsched experiment")

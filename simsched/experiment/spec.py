@@ -28,8 +28,9 @@ Keys are checked like a scenario's: a bad key or value raises one
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,8 +142,17 @@ def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def load_spec(path: str | Path, preset: str | None = None) -> ExperimentSpec:
-    """Read and validate an experiment spec, with ``preset`` (a ``[preset.NAME]`` table) merged in."""
+#: runs a spec may plan before ``--max-runs`` must raise it (docs/outputs.md): the grid is counted
+#: from the axes' sizes before anything is expanded, so a bomb of 3 axes x 300 values is refused at once
+MAX_RUNS = 1_000_000
+#: instances in each named set (simsched.workloads.instances)
+SET_SIZES = {"train": 50, "validation": 10, "test": 30}
+
+
+def load_spec(path: str | Path, preset: str | None = None, max_runs: int = MAX_RUNS) -> ExperimentSpec:
+    """Read and validate an experiment spec, with ``preset`` (a ``[preset.NAME]`` table) merged in.
+
+    A grid of more than ``max_runs`` runs (counted from the axes, before expansion) is refused."""
     path = Path(path)
     raw = read_toml(path)
     presets = raw.pop("preset", {})
@@ -164,7 +174,6 @@ def load_spec(path: str | Path, preset: str | None = None) -> ExperimentSpec:
     schedulers = _schedulers(top)
     seeds = _int_axis(top, "seeds", 1)
     ea = _int_axis(top, "ea_streams", 1)
-    ea_streams = tuple(range(ea)) if isinstance(ea, int) else ea
     names = [entry.name for entry in schedulers]
     headline = top.get("headline", str, names[0], choices=names)
     metric = top.get("metric", str, "objective", choices=list(METRICS) + list(METRIC_ALIASES))
@@ -187,6 +196,8 @@ def load_spec(path: str | Path, preset: str | None = None) -> ExperimentSpec:
         if key in overrides:
             raise top.error(f"sweep.{key}", "is also in [overrides]; keep it in one of the two")
         sweep.append((key, tuple(values)))
+    _check_grid_size(top, scenarios, instances, schedulers, seeds, ea, sweep, max_runs)
+    ea_streams = tuple(range(ea)) if isinstance(ea, int) else ea
     _check_placeholders(top, schedulers, dict(sweep))
     top.finish()
     return ExperimentSpec(
@@ -261,6 +272,29 @@ def _schedulers(top: Params) -> tuple[SchedulerEntry, ...]:
             raise top.error("schedulers", f"scheduler name {name!r} is used twice; "
                             "give variants a name, e.g. { name = \"evo-gp/fixed\", policy = \"evo-gp\", ... }")
     return tuple(entries)
+
+
+def _check_grid_size(top: Params, scenarios: tuple[Path, ...], instances: InstanceSet | None,
+                     schedulers: Sequence[Any], seeds: int | tuple[int, ...], ea: int | tuple[int, ...],
+                     sweep: list[tuple[str, tuple[Any, ...]]], max_runs: int) -> None:
+    """The number of runs the grid would plan, from its axes' sizes alone (an upper bound: EA
+    streams multiply only evo-gp), against ``max_runs``."""
+    if instances is None:
+        sources = len(scenarios)
+    elif instances.indices is not None:
+        sources = len(instances.indices)
+    else:
+        sources = instances.count or SET_SIZES.get(instances.name, 50)
+    sizes = [len(values) for _, values in sweep]
+    runs = math.prod(sizes) * sources * (seeds if isinstance(seeds, int) else len(seeds)) * len(schedulers) * (
+        ea if isinstance(ea, int) else len(ea))
+    if runs > max_runs:
+        axes = " x ".join(f"{n} ({key})" for n, (key, _) in zip(sizes, sweep)) or "no sweep"
+        raise top.error("sweep" if sweep else "seeds",
+                        f"the grid has {runs:,} runs ({axes}; {sources} scenario(s) or instance(s), "
+                        f"{seeds if isinstance(seeds, int) else len(seeds)} seed(s), {len(schedulers)} scheduler(s), "
+                        f"{ea if isinstance(ea, int) else len(ea)} EA stream(s)), more than the limit of "
+                        f"{max_runs:,}; make the grid smaller, or raise the limit with --max-runs N")
 
 
 def _int_axis(top: Params, key: str, default: int) -> int | tuple[int, ...]:

@@ -7,7 +7,6 @@ update; Ctrl-C keeps it and ``--resume`` continues from it (exit 130).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -15,20 +14,11 @@ from pathlib import Path
 from simsched.cli_args import Parser as _Parser
 from simsched.cli_args import clock as _clock
 from simsched.cli_args import non_negative_int as _non_negative_int
+from simsched.cli_args import positive_float as _positive_float
 from simsched.cli_args import positive_int as _positive_int
 from simsched.errors import InputError
 
 ACTIONS = ("train",)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value
 
 
 def _parser() -> _Parser:

@@ -28,6 +28,7 @@ continues from it.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -65,7 +66,7 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InputError(f'rl train: "{name}" must be an integer >= {low}, got {value!r}')
-        if not self.learning_rate > 0:
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
             raise InputError(f'rl train: "learning_rate" must be > 0, got {self.learning_rate!r}')
         if self.jobs is not None and self.jobs < 1:
             raise InputError(f'rl train: "jobs" must be >= 1, got {self.jobs!r}')

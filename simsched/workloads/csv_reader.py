@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -30,11 +31,19 @@ MIN_GPUS = 0.001
 OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types")
 
 
+#: a number as CSV files and spreadsheets write it: ASCII digits, an optional sign, point and exponent.
+#: Python's float() also takes "1_000", full-width "１００" and other Unicode digits, and "inf"/"nan":
+#: none of them is a number a trace holds, so they are bad rows (errors with strict = true).
+NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _number(text: str, column: str, *, integer: bool = False, limit: float = MAX_SECONDS) -> float | int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"bad {column}: must be a number, got {text[:40]!r}") from None
+    if not NUMBER.fullmatch(text):
+        if text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+            raise ValueError(f"bad {column}: must be a finite number, got {text!r}")
+        raise ValueError(f"bad {column}: must be a number written with ASCII digits (like 12 or 3.5e2), "
+                         f"got {text[:40]!r}")
+    value = float(text)
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"bad {column}: must be a finite number, got {text!r}")
     if abs(value) > limit:
@@ -44,6 +53,22 @@ def _number(text: str, column: str, *, integer: bool = False, limit: float = MAX
             raise ValueError(f"bad {column}: must be an integer, got {text!r}")
         return int(value)
     return value
+
+
+def _allowed_types(text: str, known) -> str:
+    """``allowed_types``: GPU type names separated by ``|``, each non-empty, known and listed once."""
+    names = [name.strip() for name in text.split("|")]
+    if any(not name for name in names):
+        raise ValueError(f"bad allowed_types: {text[:60]!r} has an empty name; write names separated by '|', "
+                         "like 'V100|T4'")
+    if len(set(names)) != len(names):
+        raise ValueError(f"bad allowed_types: {text[:60]!r} lists a type twice")
+    if known is not None:
+        for name in names:
+            if name not in known:
+                raise ValueError(f"bad allowed_types: unknown GPU type {name!r}{did_you_mean(name, known)} in "
+                                 f"{text[:60]!r}; separate names with '|'; types: {', '.join(sorted(known))}")
+    return "|".join(names)
 
 
 @reader("csv")
@@ -77,6 +102,10 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
     if missing:
         raise InputError(f"{path}:1: missing column(s) {', '.join(missing)}; the header must have "
                          f"{','.join(REQUIRED)} and optionally {','.join(OPTIONAL)}")
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise InputError(f"{path}:1: column {twice[0]!r} appears {header.count(twice[0])} times in the header; "
+                         "give each column once")
     unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
     if unknown:
         raise InputError(f"{path}:1: unknown column {unknown[0]!r}; valid: {', '.join(REQUIRED + OPTIONAL)}")
@@ -127,6 +156,8 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
             home = cell.get("home_cluster")
             if home and ctx.clusters is not None and home not in ctx.clusters:
                 raise ValueError(f"unknown home_cluster: {home!r}; clusters: {', '.join(ctx.clusters)}")
+            if cell.get("allowed_types"):
+                cell["allowed_types"] = _allowed_types(cell["allowed_types"], ctx.gpu_types)
             gpu_type = cell.get("gpu_type")
             if gpu_type and ctx.gpu_types is not None and gpu_type not in ctx.gpu_types:
                 raise ValueError(f"unknown gpu_type: {gpu_type!r}{did_you_mean(gpu_type, ctx.gpu_types)}; "
