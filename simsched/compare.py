@@ -195,12 +195,14 @@ class _Journal:
         atomic.write_text(path, "\n".join(lines) + "\n")
 
     def _read(self, fingerprint: str) -> None:
+        if not self.path.is_file():
+            raise InputError(f"{self.path}: not a regular file; delete it to start over")
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
             header = json.loads(lines[0]) if lines else {}
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(f"{self.path}: not a readable compare journal ({exc}); delete it to start over") from None
-        if header.get("format") != "simsched-compare-journal":
+        if not isinstance(header, dict) or header.get("format") != "simsched-compare-journal":
             raise InputError(f"{self.path}: not a compare journal; delete it to start over")
         if header.get("fingerprint") != fingerprint:
             raise InputError(f"{self.path}: made by a comparison with other scenario files or settings; "
@@ -208,10 +210,17 @@ class _Journal:
         for number, line in enumerate(lines[1:], start=2):
             try:
                 entry = json.loads(line)
-                index = int(entry["index"])
+                index = entry["index"]
+                if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.tasks):
+                    raise ValueError("index out of range")
                 if entry["task"] != _task_key(self.tasks[index]):
                     raise ValueError("task does not match")
-                self.rows[index] = dict(entry["row"])
+                row = entry["row"]
+                if not isinstance(row, dict) or not all(
+                        row.get(key) is None or (isinstance(row[key], (int, float)) and not isinstance(row[key], bool)
+                                                 and math.isfinite(row[key])) for key in METRIC_KEYS):
+                    raise ValueError("metrics must be finite numbers or empty")
+                self.rows[index] = dict(row)
             except (ValueError, KeyError, IndexError, TypeError):
                 if number == len(lines):  # a last line cut off by a hard kill: that run is simply redone
                     continue

@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from simsched.errors import InputError
 from simsched.eventlog import FINISH, KINDS, PREEMPT, START, EventLog
 
 #: ``cluster`` / ``gpu_type`` of the timeline rows that hold fleet-wide totals
@@ -58,6 +60,39 @@ DTYPES: dict[str, dict[str, str]] = {
 }  # fmt: skip
 
 
+def read_json_object(path: str | Path, what: str) -> dict:
+    """A JSON file that must hold an object (summary.json, a learned function ...): a missing,
+    binary, empty or foreign file is one :class:`InputError` naming it."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: binary content (byte {exc.start}), not {what}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{path}: not {what} (not valid JSON: {' '.join(str(exc).split())[:80]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not {what} (a JSON {type(data).__name__}, not an object)")
+    return data
+
+
+def read_csv_checked(path: str | Path, what: str, **options: Any) -> pd.DataFrame:
+    """``pd.read_csv`` for a file simsched wrote and reads back: a missing, empty, binary or damaged
+    file is one :class:`InputError` naming it, never a pandas traceback."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
+    try:
+        return pd.read_csv(path, encoding="utf-8", **options)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: empty file, expected {what}") from None
+    except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError) as exc:
+        raise InputError(f"{path}: not {what} ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+
+
 def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
     """Read one of a run's CSV files with the documented dtypes (:data:`DTYPES`, by file name,
     or by ``kind`` such as ``"jobs.csv"`` for a file named otherwise).
@@ -70,9 +105,24 @@ def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
     if schema is None:
         raise ValueError(f"{path}: not a simsched run output; known: {', '.join(DTYPES)}")
     text_columns = [c for c, t in schema.items() if t == _STR]
-    frame = pd.read_csv(path, dtype={c: (str if t == _STR else t) for c, t in schema.items()
-                                     if t != _FLOAT},  # floats: let NaN through
-                        keep_default_na=False, na_values={c: [""] for c, t in schema.items() if t == _FLOAT})
+    if not path.is_file():
+        raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; "
+                         "a run folder written by python -m simsched ... --out DIR holds it")
+    try:
+        frame = pd.read_csv(path, dtype={c: (str if t == _STR else t) for c, t in schema.items()
+                                         if t != _FLOAT},  # floats: let NaN through
+                            keep_default_na=False, na_values={c: [""] for c, t in schema.items() if t == _FLOAT},
+                            encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: empty file, not a simsched {kind or path.name} table; rerun the scenario "
+                         "with --out to write it again") from None
+    except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError) as exc:
+        raise InputError(f"{path}: not a simsched {kind or path.name} table ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in schema if c not in frame.columns]
+    if len(missing) == len(schema):
+        raise InputError(f"{path}: none of the columns of a simsched {kind or path.name} table "
+                         f"({', '.join(list(schema)[:4])}, ...); another tool wrote it")
     for column in frame.columns:
         if column in text_columns:
             frame[column] = frame[column].astype("string")

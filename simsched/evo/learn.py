@@ -342,13 +342,20 @@ def _write_checkpoint(path: Path, config: LearnConfig, digest: str, state: _Stat
 
 def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
     note_read(path, "checkpoint")
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file; delete it or choose another --out")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a readable checkpoint (binary content at byte {exc.start}); "
+                         "delete it to start over") from None
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"{path}: not a readable checkpoint ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise InputError(f"{path}: not a simsched GP checkpoint")
     saved = data.get("config", {})
+    if not isinstance(saved, dict):
+        raise InputError(f"{path}: damaged checkpoint: 'config' must be a table; delete it to start over")
     # generations may grow: generation g draws the same numbers whatever the final count is
     # a key the checkpoint lacks (written before the key existed) had its default value
     defaults = LearnConfig().as_dict()
@@ -359,13 +366,43 @@ def _read_checkpoint(path: Path, config: LearnConfig, digest: str) -> _State:
                          "use the same options or delete the checkpoint")
     if data.get("scenario_sha256") != digest:
         raise InputError(f"{path}: made from a different version of the scenario file; delete it to start over")
+    try:
+        return _checkpoint_state(data, config)
+    except InputError as exc:
+        raise InputError(f"{path}: damaged checkpoint: {exc}; delete it to start over") from None
+    except Exception as exc:  # noqa: BLE001 - foreign content that parses: any failure to use it is bad input
+        raise InputError(f"{path}: damaged checkpoint ({type(exc).__name__}: {exc}); delete it to start over") from None
+
+
+def _checkpoint_state(data: dict, config: LearnConfig) -> _State:
+    """The state a checkpoint holds, each field checked: the RNG state must be a PCG64 state (the
+    generator learning uses), the population valid individuals, one finite fitness per individual."""
+    state = data.get("rng_state")
+    expected = np.random.default_rng().bit_generator.state
+    if not isinstance(state, dict) or state.get("bit_generator") != expected["bit_generator"] \
+            or not isinstance(state.get("state"), dict) or set(state["state"]) != set(expected["state"]):
+        raise InputError(f"rng_state is not a {expected['bit_generator']} state")
     rng = np.random.default_rng()
-    rng.bit_generator.state = data["rng_state"]
-    population = [tuple(float(t) if isinstance(t, (int, float)) else t for t in ind) for ind in data["population"]]
+    rng.bit_generator.state = state
+    generation = data.get("generation")
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        raise InputError(f"generation must be an integer >= 0, got {generation!r:.40}")
+    raw = data.get("population")
+    if not isinstance(raw, list) or not raw or not all(isinstance(ind, list) for ind in raw):
+        raise InputError("population must be a non-empty list of individuals")
+    population = [tuple(float(t) if isinstance(t, (int, float)) else t for t in ind) for ind in raw]
     for ind in population:
         gp.check(ind, config.primitives)
-    return _State(int(data["generation"]), population, np.asarray(data["fitness"], dtype=np.float64), rng,
-                  list(data["history"]), [int(s) for s in data.get("init_seeds", [])])
+    fitness = np.asarray(data.get("fitness"), dtype=np.float64)
+    if fitness.shape != (len(population),) or np.isnan(fitness).any():
+        raise InputError(f"fitness must be {len(population)} numbers (no NaN)")
+    history = data.get("history")
+    if not isinstance(history, list):
+        raise InputError("history must be a list")
+    seeds = data.get("init_seeds", [])
+    if not isinstance(seeds, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+        raise InputError("init_seeds must be a list of integers")
+    return _State(generation, population, fitness, rng, list(history), [int(x) for x in seeds])
 
 
 # ---------------------------------------------------------------- fitness

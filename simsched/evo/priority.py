@@ -41,6 +41,9 @@ FUNCTIONS: dict[str, int] = {"+": 1, "-": 1, "*": 2, "%": 2}
 TERMINALS: tuple[str, ...] = ("d", "q", "u", "g")
 CONST = "const"
 FILE_FORMAT = "simsched-priority"
+FILE_VERSION = 1  # the "version" save_priority writes; a file of another version is refused
+MAX_NODES = 10_000  # a learned function has at most 2^8 - 1 nodes; more is not a priority file
+MAX_DEPTH = 64  # levels of a file's DAG (learning keeps depth <= 7; hand-written ones stay shallow too)
 
 #: shipped priority functions, as infix text. ``gp-paper`` is the paper's Eq. 17;
 #: ``srsf`` is the SRSF baseline f = g * d the GP fitness is normalised by.
@@ -349,7 +352,7 @@ def to_json(graph: nx.DiGraph, **meta: Any) -> dict[str, Any]:
     ]
     return {
         "format": FILE_FORMAT,
-        "version": 1,
+        "version": FILE_VERSION,
         "infix": infix(graph),
         "depth": depth(graph),
         "nodes": nodes,
@@ -362,16 +365,26 @@ def from_json(data: Mapping[str, Any], source: str = "<priority>") -> nx.DiGraph
     """Build the DAG from a :func:`to_json` dict; falls back to ``infix`` when there are no nodes."""
     if not isinstance(data, Mapping):
         raise InputError(f"{source}: a priority file must hold a JSON object")
+    if "format" in data and data["format"] != FILE_FORMAT:
+        raise InputError(f"{source}: format {data['format']!r:.40} is not a priority function ({FILE_FORMAT!r})")
+    version = data.get("version", FILE_VERSION)
+    if version != FILE_VERSION:
+        raise InputError(f"{source}: priority file version {version!r:.20}; this simsched reads version "
+                         f"{FILE_VERSION} (a newer simsched wrote it, or it is damaged)")
     if "nodes" not in data:
         if isinstance(data.get("infix"), str):
             return parse(data["infix"])
         raise InputError(f"{source}: needs 'nodes' and 'edges' (or an 'infix' expression)")
+    if not isinstance(data["nodes"], list) or len(data["nodes"]) > MAX_NODES:
+        raise InputError(f"{source}: 'nodes' must be a list of at most {MAX_NODES:,} nodes")
     graph = nx.DiGraph()
     try:
         for entry in data["nodes"]:
             attrs = {"op": entry["op"]}
             if "value" in entry:
                 attrs["value"] = float(entry["value"])
+            if entry["id"] in graph:
+                raise InputError(f"{source}: two nodes have the id {entry['id']!r}; each node needs its own id")
             graph.add_node(entry["id"], **attrs)
         for entry in data.get("edges", []):
             for end in ("source", "target"):
@@ -384,6 +397,10 @@ def from_json(data: Mapping[str, Any], source: str = "<priority>") -> nx.DiGraph
         validate(graph)
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from exc
+    depth = nx.dag_longest_path_length(graph)
+    if depth > MAX_DEPTH:
+        raise InputError(f"{source}: the function is {depth} levels deep; at most {MAX_DEPTH} are read "
+                         "(learned functions have depth <= 7)")
     return graph
 
 
@@ -406,10 +423,16 @@ def load_priority(name_or_path: str | Path) -> nx.DiGraph:
         if not path.is_file():
             raise InputError(f"priority file {text!r} not found; built-ins: {', '.join(BUILTIN)}")
         note_read(path, "priority file")
+        if path.stat().st_size > 16 * 2**20:
+            raise InputError(f"{text}: {path.stat().st_size:,} bytes, too large for a priority file (16 MB at most)")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{text}: not a priority file (binary content at byte {exc.start})") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{text}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+        except RecursionError:
+            raise InputError(f"{text}: JSON nested too deeply for a priority file") from None
         return from_json(data, text)
     try:
         return parse(text)

@@ -298,8 +298,10 @@ def read_results(folder: str | Path) -> pd.DataFrame:
     path = Path(folder) / RESULTS
     if not path.exists():
         raise InputError(f"{path}: not found (run the experiment first)")
-    return pd.read_csv(path, dtype={"run_id": str, "scenario": str, "instance": str, "scheduler": str,
-                                    "scenario_hash": str})
+    from simsched.outputs import read_csv_checked
+
+    return read_csv_checked(path, "an experiment's results.csv", dtype={
+        "run_id": str, "scenario": str, "instance": str, "scheduler": str, "scenario_hash": str})
 
 
 def read_decisions(folder: str | Path) -> pd.DataFrame:
@@ -307,7 +309,9 @@ def read_decisions(folder: str | Path) -> pd.DataFrame:
     path = Path(folder) / DECISIONS
     if not path.exists():
         return pd.DataFrame(columns=list(DECISION_COLUMNS))
-    return pd.read_csv(path, dtype={"run_id": str, "scheduler": str})
+    from simsched.outputs import read_csv_checked
+
+    return read_csv_checked(path, "an experiment's decisions.csv", dtype={"run_id": str, "scheduler": str})
 
 
 def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[str]) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simsched.outputs import read_csv_checked
 from simsched.plots.run import ecdf
 from simsched.plots.style import colors, figure
 
@@ -19,15 +20,17 @@ BOX_METRICS = (("avg_jct", "avg JCT (s)"), ("weighted_jct", "weighted JCT (s)"),
 def load_compare(folder: str | Path) -> dict[str, Any]:
     """compare_runs.csv, compare.csv (when there) and the per-job tables of ``--keep-jobs`` (``jobs/``)."""
     folder = Path(folder)
-    runs = pd.read_csv(folder / "compare_runs.csv", dtype={"instance": str, "scheduler": str})
-    table = pd.read_csv(folder / "compare.csv", dtype={"scheduler": str}) if (folder / "compare.csv").is_file() \
+    runs = read_csv_checked(folder / "compare_runs.csv", "a compare_runs.csv table",
+                            dtype={"instance": str, "scheduler": str})
+    table = read_csv_checked(folder / "compare.csv", "a compare.csv table", dtype={"scheduler": str}) \
+        if (folder / "compare.csv").is_file() \
         else None
     jobs: dict[str, list[pd.DataFrame]] = {}
     index = folder / "jobs" / "index.csv"
     if index.is_file():
         from simsched.outputs import read_table
 
-        for row in pd.read_csv(index, dtype=str).itertuples(index=False):
+        for row in read_csv_checked(index, "a jobs/index.csv table", dtype=str).itertuples(index=False):
             jobs.setdefault(row.scheduler, []).append(read_table(folder / "jobs" / row.file, "jobs.csv"))
     return {"runs": runs, "table": table, "jobs": jobs}
 

@@ -10,25 +10,21 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
 from simsched.plots.style import figure
 
 
 def load_learned(path: str | Path) -> dict[str, Any]:
     """The learned file's graph, infix, meta and per-generation history (a frame; empty when absent)."""
-    import json
-
     from simsched.evo.priority import from_json, infix
+    from simsched.outputs import read_json_object
 
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a readable learned priority file ({exc})") from None
+    data = read_json_object(path, "a learned priority file")
     graph = from_json(data, str(path))
     meta = data.get("meta", {}) if isinstance(data.get("meta"), dict) else {}
+    history = meta.get("history", [])
     rows = [{k: entry.get(k) for k in ("generation", "best", "median", "mean") if k in entry}
-            for entry in meta.get("history", [])]
+            for entry in (history if isinstance(history, list) else []) if isinstance(entry, dict)]
     return {"graph": graph, "infix": data.get("infix") or infix(graph), "meta": meta,
             "history": pd.DataFrame(rows)}
 

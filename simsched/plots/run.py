@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsched.outputs import ALL, read_table
+from simsched.outputs import ALL, read_json_object, read_table
 from simsched.plots.style import HEIGHT, colors, figure, time_axis
 
 #: the Gantt chart draws at most this many nodes (evenly spaced ids) so lanes stay readable
@@ -26,12 +26,10 @@ LANE = 0.9  # height of a node's lane in the Gantt chart; capacity maps onto it
 
 def load_run(out_dir: str | Path) -> dict[str, Any]:
     """The tables of a run's output folder (``jobs``, ``nodes``, ``spells``, ``timeline``) and ``summary``."""
-    import json
-
     out = Path(out_dir)
     tables: dict[str, Any] = {name: read_table(out / f"{name}.csv") for name in ("jobs", "nodes", "spells",
                                                                                    "timeline")}
-    tables["summary"] = json.loads((out / "summary.json").read_text())
+    tables["summary"] = read_json_object(out / "summary.json", "a run's summary.json")
     return tables
 
 

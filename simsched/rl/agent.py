@@ -110,14 +110,27 @@ class LinearAgent:
                 theta = data["theta"]
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
             raise InputError(f"{path}: not a simsched RL agent file ({type(exc).__name__}: {exc})") from None
+        if not isinstance(meta, dict):
+            raise InputError(f"{path}: not a simsched RL agent file (its metadata is a {type(meta).__name__}, "
+                             "not a table)")
         if meta.get("format") != FORMAT:
             raise InputError(f"{path}: agent format {meta.get('format')!r}, expected {FORMAT!r}")
+        if not isinstance(meta.get("config"), dict) or not isinstance(meta.get("shape"), dict):
+            raise InputError(f"{path}: agent settings are incomplete or damaged: 'config' and 'shape' must be tables")
         try:
             config = ObsConfig(**meta["config"])
             shape = FleetShape.from_dict(meta["shape"])
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"{path}: agent settings are incomplete: {exc}") from None
-        agent = cls(config, shape, np.asarray(theta, float), meta.get("training", {}))
+            weights = np.asarray(theta, dtype=float)
+        except InputError as exc:
+            raise InputError(f"{path}: agent settings are invalid: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - any failure to read foreign content is bad input
+            raise InputError(f"{path}: agent settings are invalid ({type(exc).__name__}: {exc})") from None
+        if not np.isfinite(weights).all():
+            bad = int((~np.isfinite(weights)).sum())
+            raise InputError(f"{path}: {bad} of {weights.size} weights are NaN or infinite; the agent is damaged "
+                             "(retrain it with `python -m simsched rl train`)")
+        training = meta.get("training", {})
+        agent = cls(config, shape, weights, training if isinstance(training, dict) else {})
         expected = cls.initial(config, shape)
         if agent.theta.shape != expected.theta.shape:
             raise InputError(f"{path}: weight shape {agent.theta.shape} does not match its "

@@ -189,6 +189,50 @@ def checkpoint_path(out: Path) -> Path:
     return out.with_name(out.name + ".ckpt.npz")
 
 
+def _read_checkpoint(ckpt: Path, key: str, size: int, updates: int) -> dict:
+    """A training checkpoint, checked by content: numeric finite arrays of the agent's size, counters
+    in range, a history of tables. A damaged, foreign or binary file is an :class:`InputError`."""
+    def bad(why: str) -> InputError:
+        return InputError(f"{ckpt}: not a usable rl train checkpoint: {why}; delete it to start afresh")
+
+    try:
+        with np.load(ckpt, allow_pickle=False) as data:
+            fields = {name: data[name] for name in ("key", "params", "m", "v", "t", "update", "best",
+                                                    "best_jct", "history")}
+    except KeyError as exc:
+        raise bad(f"field {exc} is missing") from None
+    except Exception as exc:  # noqa: BLE001 - object arrays, a damaged zip, not an npz at all
+        raise bad(f"{type(exc).__name__}: {exc}") from None
+    if str(fields["key"]) != key:
+        raise InputError(f"{ckpt}: the checkpoint is from other settings; "
+                         "start afresh without --resume or use the same flags")
+    out: dict = {}
+    for name in ("params", "m", "v", "best"):
+        array = fields[name]
+        if array.dtype.kind not in "fiu" or array.shape != (size,):
+            raise bad(f"{name} must be {size} numbers, got {array.dtype} of shape {array.shape}")
+        if not np.isfinite(array).all():
+            raise bad(f"{name} holds NaN or infinite values")
+        out[name] = array.astype(float)
+    for name, high in (("t", 10**12), ("update", updates)):
+        value = fields[name]
+        if value.dtype.kind not in "iu" or value.shape != () or not 0 <= int(value) <= high:
+            raise bad(f"{name} must be an integer from 0 to {high}, got {value!r:.40}")
+        out[name] = int(value)
+    best_jct = fields["best_jct"]
+    if best_jct.dtype.kind != "f" or best_jct.shape != () or np.isinf(best_jct):
+        raise bad(f"best_jct must be a number or NaN, got {best_jct!r:.40}")
+    out["best_jct"] = None if np.isnan(best_jct) else float(best_jct)
+    try:
+        history = json.loads(str(fields["history"]))
+    except json.JSONDecodeError as exc:
+        raise bad(f"history is not JSON ({exc.msg})") from None
+    if not isinstance(history, list) or not all(isinstance(row, dict) for row in history):
+        raise bad("history must be a list of tables")
+    out["history"] = history
+    return out
+
+
 def _config_key(scenario: Path, config: TrainConfig) -> str:
     return json.dumps({"scenario": str(scenario.resolve()), **asdict(config)}, sort_keys=True)
 
@@ -223,16 +267,10 @@ def train(scenario: str | Path, config: TrainConfig, *, out: str | Path, workers
     history: list[dict] = []
     if resume and ckpt.is_file():
         note_read(ckpt, "checkpoint")
-        with np.load(ckpt, allow_pickle=False) as data:
-            if str(data["key"]) != key:
-                raise InputError(f"{ckpt}: the checkpoint is from other settings; "
-                                 "start afresh without --resume or use the same flags")
-            agent.set_parameters(data["params"])
-            adam.m, adam.v, adam.t = data["m"], data["v"], int(data["t"])
-            update = int(data["update"])
-            best = data["best"]
-            best_jct = None if np.isnan(data["best_jct"]) else float(data["best_jct"])
-            history = json.loads(str(data["history"]))
+        saved = _read_checkpoint(ckpt, key, agent.parameters().size, config.updates)
+        agent.set_parameters(saved["params"])
+        adam.m, adam.v, adam.t = saved["m"], saved["v"], saved["t"]
+        update, best, best_jct, history = saved["update"], saved["best"], saved["best_jct"], saved["history"]
     env_config = {"top_k": config.top_k, "order": config.order, "reward": config.reward, "jobs": config.jobs}
     shape = probe.shape.as_dict()
     path = str(scenario)
