@@ -124,11 +124,15 @@ class RunResult:
         with interrupts.deferred():
             out.mkdir(parents=True, exist_ok=True)
             atomic.mark_partial(out, "writing: the files here may be from an earlier run")
+            jobs = outputs.safe_text_columns(self.jobs)  # no id or name runs as a spreadsheet formula
+            ids_changed = jobs is not self.jobs
             for name in ("jobs", "events", "nodes", "spells", "timeline"):
-                if name == "events" and self._events is None:  # straight from the engine's log
+                if name == "events" and self._events is None and not ids_changed:  # straight from the log
                     atomic.write_with(out / "events.csv", self._log.write_csv)
                     continue
-                frame = getattr(self, name)
+                frame = jobs if name == "jobs" else getattr(self, name)
+                if ids_changed and name != "jobs":
+                    frame = outputs.safe_text_columns(frame)
                 atomic.write_with(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
             atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
             if self.partial:

@@ -60,6 +60,35 @@ DTYPES: dict[str, dict[str, str]] = {
 }  # fmt: skip
 
 
+#: a text cell starting with one of these runs as a formula when the CSV is opened in a spreadsheet
+#: (OWASP, "CSV Injection"); such a cell is written with a leading ' (the spreadsheet shows the text)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = __import__("re").compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """``value`` with a leading ``'`` when it is text a spreadsheet would run as a formula; numbers
+    written as text (``-5``, ``+1.5e3``) and every other value are returned unchanged."""
+    if isinstance(value, str) and value[:1] in FORMULA_START and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def safe_text_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with :func:`spreadsheet_safe` applied to its text columns; the same object when no
+    cell needs it (the usual case: ordinary ids and names cost one vectorised check)."""
+    changed = {}
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object and not isinstance(values.dtype, pd.StringDtype):
+            continue
+        first = values.astype("string").str[:1]
+        if not first.isin(FORMULA_START).any():
+            continue
+        changed[column] = values.map(spreadsheet_safe)
+    return frame.assign(**changed) if changed else frame
+
+
 def read_json_object(path: str | Path, what: str) -> dict:
     """A JSON file that must hold an object (summary.json, a learned function ...): a missing,
     binary, empty or foreign file is one :class:`InputError` naming it."""

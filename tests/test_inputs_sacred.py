@@ -92,3 +92,23 @@ def test_experiment_out_folder_holding_the_spec_under_an_owned_name(folder: Path
     spec = folder / "report.md"  # a spec file named like the experiment's own report
     spec.write_text('name = "e"\nscenarios = ["s.toml"]\nschedulers = ["fifo"]\nseeds = 1\n')
     _refused(capsys, ["experiment", str(spec), "--out", ".", "--quiet", "--workers", "1"], spec, folder / "jobs.csv")
+
+
+# -- spreadsheet-safe outputs -----------------------------------------------------------------------
+def test_ids_that_a_spreadsheet_would_run_as_formulas_are_written_as_text(folder: Path) -> None:
+    import csv
+
+    (folder / "jobs.csv").write_text('job_id,submit,duration,gpus\n"=HYPERLINK(""http://x"")",0,100,1\n'
+                                     "@SUM(1),10,200,2\n+cmd,20,50,4\n-5,30,10,1\nplain,40,10,1\n")
+    assert main(["s.toml", "--out", "out", "--quiet"]) == 0
+    with open(folder / "out" / "jobs.csv", newline="") as fh:
+        ids = [row["job_id"] for row in csv.DictReader(fh)]
+    assert ids == ["'=HYPERLINK(\"http://x\")", "'@SUM(1)", "'+cmd", "-5", "plain"]
+    with open(folder / "out" / "events.csv", newline="") as fh:
+        event_ids = {row["job_id"] for row in csv.DictReader(fh)}
+    assert event_ids == set(ids)
+
+
+def test_ordinary_ids_are_written_unchanged(folder: Path) -> None:
+    assert main(["s.toml", "--out", "out", "--quiet"]) == 0
+    assert (folder / "out" / "jobs.csv").read_text().splitlines()[1].startswith("a,")

@@ -51,6 +51,9 @@ def experiment_command(argv: list[str]) -> int:
     spec = load_spec(args.spec, args.preset, max_runs=args.max_runs or MAX_RUNS)
     out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
     args.out = str(out)  # the default folder counts as given for --plots/--report
+    from simsched.atomic import check_out_dir
+
+    check_out_dir(out)  # a regular file, an unwritable folder: one line before any run
     pictures = check_plot_flags(args, "python -m simsched experiment")
     err = Console(stderr=True)
     where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume,
