@@ -217,9 +217,9 @@ class _Journal:
                     raise ValueError("task does not match")
                 row = entry["row"]
                 if not isinstance(row, dict) or not all(
-                        row.get(key) is None or (isinstance(row[key], (int, float)) and not isinstance(row[key], bool)
-                                                 and math.isfinite(row[key])) for key in METRIC_KEYS):
-                    raise ValueError("metrics must be finite numbers or empty")
+                        row.get(key) is None or (isinstance(row[key], (int, float)) and not isinstance(row[key], bool))
+                        for key in METRIC_KEYS):  # NaN is a metric over no jobs, as the run itself reports it
+                    raise ValueError("metrics must be numbers or empty")
                 self.rows[index] = dict(row)
             except (ValueError, KeyError, IndexError, TypeError):
                 if number == len(lines):  # a last line cut off by a hard kill: that run is simply redone

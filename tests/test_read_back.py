@@ -119,6 +119,7 @@ def learned(tmp_path: Path, monkeypatch) -> Path:
     (lambda d: {**d, "population": [["+", "d"]]}, "damaged checkpoint"),
     (lambda d: {**d, "fitness": [1.0]}, "fitness must be"),
     (lambda d: {**d, "generation": -3}, "generation must be"),
+    (lambda d: {**d, "generation": "1"}, "generation must be"),
     (lambda d: {**d, "config": [1]}, "'config' must be a table"),
 ])
 def test_a_damaged_learn_checkpoint_is_one_line(learned: Path, capsys, change, expected: str) -> None:

@@ -385,8 +385,8 @@ def _checkpoint_state(data: dict, config: LearnConfig) -> _State:
     rng = np.random.default_rng()
     rng.bit_generator.state = state
     generation = data.get("generation")
-    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-        raise InputError(f"generation must be an integer >= 0, got {generation!r:.40}")
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < -1:
+        raise InputError(f"generation must be an integer >= -1 (-1: the initial population), got {generation!r:.40}")
     raw = data.get("population")
     if not isinstance(raw, list) or not raw or not all(isinstance(ind, list) for ind in raw):
         raise InputError("population must be a non-empty list of individuals")
@@ -394,7 +394,7 @@ def _checkpoint_state(data: dict, config: LearnConfig) -> _State:
     for ind in population:
         gp.check(ind, config.primitives)
     fitness = np.asarray(data.get("fitness"), dtype=np.float64)
-    if fitness.shape != (len(population),) or np.isnan(fitness).any():
+    if fitness.shape not in ((len(population),), (0,)) or np.isnan(fitness).any():  # (0,): not yet evaluated
         raise InputError(f"fitness must be {len(population)} numbers (no NaN)")
     history = data.get("history")
     if not isinstance(history, list):

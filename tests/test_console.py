@@ -1,0 +1,43 @@
+"""The ``simsched`` console script is the same program as ``python -m simsched``."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def test_setup_cfg_declares_the_console_script() -> None:
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    scripts = config["options.entry_points"]["console_scripts"].strip().splitlines()
+    assert "simsched = simsched.console:entry" in [line.strip() for line in scripts]
+
+
+def test_the_console_entry_answers_as_python_dash_m_does(tmp_path: Path) -> None:
+    as_module = subprocess.run([sys.executable, "-m", "simsched", "validate", "nope.toml"], capture_output=True,
+                               text=True, env=_env(), cwd=tmp_path)
+    as_script = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['simsched', 'validate', 'nope.toml']; "
+                                "from simsched.console import entry; entry()"],
+                               capture_output=True, text=True, env=_env(), cwd=tmp_path)
+    assert as_module.returncode == as_script.returncode == 2
+    assert as_module.stderr == as_script.stderr and "nope.toml" in as_script.stderr
+
+
+def test_the_installed_script_runs_when_installed(tmp_path: Path) -> None:
+    script = shutil.which("simsched")
+    if script is None:  # a checkout used through PYTHONPATH, not installed: nothing on PATH to run
+        import pytest
+
+        pytest.skip("the simsched script is not on PATH (pip install -e . puts it there)")
+    done = subprocess.run([script, "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0 and "usage: python -m simsched" in done.stdout
