@@ -28,6 +28,11 @@ def _parser() -> Parser:
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     p.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
                    help="refuse a grid of more than N runs before expanding it (default 1,000,000)")
+    p.add_argument("--verify", type=positive_int, metavar="K",
+                   help="re-run K finished rows of --out (at random, or those matching --only) and check that "
+                        "every metric reproduces exactly; nothing is written; exit 3 on a mismatch")
+    p.add_argument("--only", metavar="KEY=VALUE,...",
+                   help="with --verify: only rows with these instance, scheduler, seed or ea_stream values")
     add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
     return p
 
@@ -50,6 +55,10 @@ def experiment_command(argv: list[str]) -> int:
 
     spec = load_spec(args.spec, args.preset, max_runs=args.max_runs or MAX_RUNS)
     out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
+    if args.only and not args.verify:
+        raise InputError("python -m simsched experiment: --only needs --verify K")
+    if args.verify:
+        return _verify(spec, out, args)
     args.out = str(out)  # the default folder counts as given for --plots/--report
     from simsched.atomic import check_out_dir
 
@@ -90,3 +99,16 @@ def experiment_command(argv: list[str]) -> int:
         err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now{retried}); "
                   f"wrote {out / 'results.csv'}, " + ", ".join(p.name for p in paths))
     return 0
+
+
+def _verify(spec, out: Path, args) -> int:
+    """``--verify K``: re-run K finished rows of the store and compare their metrics exactly."""
+    from simsched.experiment.verify import MISMATCH_EXIT, lines, parse_only, verify
+
+    only = parse_only(args.only)
+    checks = verify(spec, out, args.verify, only)
+    report = lines(checks)
+    for line in report[:-1]:
+        print(line)
+    print(report[-1], file=sys.stderr if any(c.differences for c in checks) else sys.stdout)
+    return MISMATCH_EXIT if any(check.differences for check in checks) else 0

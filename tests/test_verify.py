@@ -1,0 +1,67 @@
+"""``experiment --verify K``: committed rows are re-run and compared exactly; a tampered metric is
+caught with a non-zero exit, and nothing in the store changes."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from simsched.cli import main
+
+pytest.importorskip("scipy.stats", reason="experiment statistics need the extra 'experiment' (scipy)")
+REPO = Path(__file__).resolve().parents[1]
+SPEC = str(REPO / "experiments" / "paper" / "fig4.toml")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fig4") / "tiny"
+    assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    return out
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_every_row_reproduces_and_the_store_is_untouched(store: Path, capsys) -> None:
+    before = (store / "results.csv").read_bytes()
+    assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(store), "--verify", "10"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("ok ") for line in out) == 4 and out[-1] == "4 of 4 rows reproduce exactly"
+    assert (store / "results.csv").read_bytes() == before
+
+
+def test_a_tampered_metric_is_a_mismatch_with_a_non_zero_exit(store: Path, tmp_path: Path, capsys) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("results.csv", "plan.csv"):
+        (copy / name).write_bytes((store / name).read_bytes())
+    rows = _rows(copy / "results.csv")
+    target = next(row for row in rows if row["scheduler"] == "mct-spark")
+    stored = float(target["avg_wait"])
+    target["avg_wait"] = repr(stored + 0.001)
+    with open(copy / "results.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    code = main(["experiment", SPEC, "--preset", "tiny", "--out", str(copy), "--verify", "1",
+                 "--only", "scheduler=mct-spark"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert f"avg_wait: stored {stored + 0.001!r}, now {stored!r}" in captured.out
+    assert "0 of 1 rows reproduce exactly; 1 do not" in captured.err
+
+
+@pytest.mark.parametrize("only, message", [
+    ("scheduler=nope", "no finished row matches scheduler=nope"),
+    ("colour=red", "unknown key 'colour'"),
+    ("scheduler", "give key=value pairs"),
+])
+def test_bad_only_filters_are_one_line(store: Path, capsys, only: str, message: str) -> None:
+    assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(store), "--verify", "1", "--only", only]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
