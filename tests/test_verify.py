@@ -65,3 +65,18 @@ def test_bad_only_filters_are_one_line(store: Path, capsys, only: str, message: 
     assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(store), "--verify", "1", "--only", only]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_tables_only_reports_complete_instances_and_runs_nothing(store: Path, tmp_path: Path, capsys) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("results.csv", "plan.csv"):
+        (copy / name).write_bytes((store / name).read_bytes())
+    assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(copy), "--tables-only", "--quiet"]) == 0
+    assert "1 of 1 instances complete (4 of 4 runs)" in (copy / "report.md").read_text()
+    lines = (copy / "results.csv").read_text().splitlines()
+    (copy / "results.csv").write_text("\n".join(lines[:-1]) + "\n")  # one run still missing
+    before = (copy / "results.csv").read_bytes()
+    assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(copy), "--tables-only", "--quiet"]) == 2
+    assert "no instance of fig4 has all its runs" in capsys.readouterr().err
+    assert (copy / "results.csv").read_bytes() == before  # nothing was run

@@ -31,6 +31,9 @@ def _parser() -> Parser:
     p.add_argument("--verify", type=positive_int, metavar="K",
                    help="re-run K finished rows of --out (at random, or those matching --only) and check that "
                         "every metric reproduces exactly; nothing is written; exit 3 on a mismatch")
+    p.add_argument("--tables-only", action="store_true",
+                   help="write the statistics of the runs already in --out without running anything; "
+                        "instances with a run still missing are left out (for a long run in progress)")
     p.add_argument("--only", metavar="KEY=VALUE,...",
                    help="with --verify: only rows with these instance, scheduler, seed or ea_stream values")
     add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
@@ -59,6 +62,8 @@ def experiment_command(argv: list[str]) -> int:
         raise InputError("python -m simsched experiment: --only needs --verify K")
     if args.verify:
         return _verify(spec, out, args)
+    if args.tables_only:
+        return _tables_only(spec, out, args)
     args.out = str(out)  # the default folder counts as given for --plots/--report
     from simsched.atomic import check_out_dir
 
@@ -112,3 +117,43 @@ def _verify(spec, out: Path, args) -> int:
         print(line)
     print(report[-1], file=sys.stderr if any(c.differences for c in checks) else sys.stdout)
     return MISMATCH_EXIT if any(check.differences for check in checks) else 0
+
+
+def _tables_only(spec, out: Path, args) -> int:
+    """``--tables-only``: the statistics of the finished runs, over the instances whose every planned
+    run has a row; nothing is run. For committing a long experiment as it grows."""
+    from rich.console import Console
+
+    from simsched.errors import InputError
+    from simsched.experiment.grid import plan
+    from simsched.experiment.stats import compute
+    from simsched.experiment.store import in_plan_order, read_results
+    from simsched.experiment.tables import rich_tables, write_tables
+
+    if not (out / "results.csv").is_file():
+        raise InputError(f"--tables-only: {out / 'results.csv'} not found; run the experiment first")
+    tasks = plan(spec)
+    order = {task.run_id: i for i, task in enumerate(tasks)}
+    results = in_plan_order(read_results(out), order).drop_duplicates("run_id", ignore_index=True)
+    done = set(results["run_id"])
+    wanted: dict[str, set[str]] = {}
+    for task in tasks:
+        wanted.setdefault(task.instance, set()).add(task.run_id)
+    complete = [name for name, ids in wanted.items() if ids <= done]
+    if not complete:
+        raise InputError(f"--tables-only: no instance of {spec.name} has all its runs in {out} yet "
+                         f"({len(done)} of {len(tasks)} runs finished)")
+    results = results[results["instance"].isin(complete)].reset_index(drop=True)
+    stats = compute(results, spec)
+    title = (spec.name + (f" (preset {spec.preset})" if spec.preset else "")
+             + f" -- {len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs)")
+    paths = write_tables(stats, spec, out, title)
+    if not args.quiet:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=140)
+        for table in rich_tables(stats, spec, title):
+            console.print(table)
+    print(f"{len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs); wrote "
+          + ", ".join(p.name for p in paths), file=sys.stderr)
+    return 0

@@ -160,7 +160,30 @@ def paired_tests(cases: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
                             "n": len(diff), "wins": wins, "ties": len(diff) - wins - losses, "losses": losses,
                             "mean_difference": float(diff.mean()) if len(diff) else float("nan"),
                             "wilcoxon_statistic": statistic, "p_value": p_value})
-    return pd.DataFrame(records)
+    table = pd.DataFrame(records)
+    if not table.empty:  # Holm across the baselines of each grid point (the family of one claim)
+        keys = point if point else None
+        groups_p = table.groupby(keys, sort=False, dropna=False)["p_value"] if keys else [(None, table["p_value"])]
+        table["p_holm"] = float("nan")
+        for _, values in groups_p:
+            table.loc[values.index, "p_holm"] = holm(values.to_numpy(float))
+    return table
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (NaN entries, no test, stay NaN and do
+    not count in the family): the k-th smallest of m is multiplied by m - k + 1, then made
+    non-decreasing and capped at 1. scipy.stats has no Holm (it has Benjamini-Hochberg only)."""
+    p_values = np.asarray(p_values, float)
+    adjusted = np.full(p_values.shape, np.nan)
+    tested = np.flatnonzero(~np.isnan(p_values))
+    if not len(tested):
+        return adjusted
+    order = tested[np.argsort(p_values[tested], kind="stable")]
+    m = len(order)
+    scaled = np.minimum(1.0, np.maximum.accumulate(p_values[order] * (m - np.arange(m))))
+    adjusted[order] = scaled
+    return adjusted
 
 
 def priority_table(jobs: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:

@@ -94,14 +94,15 @@ def side_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple
 
 
 def test_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple[list[str], list[list[str]]]:
-    header = ["baseline", "cases", f"{spec.headline} better", "ties", "worse", "mean difference", "Wilcoxon p"]
+    header = ["baseline", "cases", f"{spec.headline} better", "ties", "worse", "mean difference", "Wilcoxon p",
+              "Holm p"]
     if stats.tests.empty:
         return header, []
     frame = dict(_by_point(stats.tests, spec)).get(point)
     if frame is None:
         return header, []
     rows = [[r.baseline, str(r.n), str(r.wins), str(r.ties), str(r.losses), _num(r.mean_difference),
-             _p(r.p_value)] for r in frame.itertuples()]
+             _p(r.p_value), _p(getattr(r, "p_holm", float("nan")))] for r in frame.itertuples()]
     return header, rows
 
 
