@@ -279,7 +279,7 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
         "objective_spec": {"kind": objective.kind, "weights": list(objective.weights), "w": objective.w,
                            "label": objective.label},
         "scheduler": {"policy": policy_label or scenario.scheduler.policy, "placement": scenario.scheduler.placement,
-                      "backfill": scenario.scheduler.backfill, "allocation": scenario.scheduler.allocation,
+                      "backfill": scenario.scheduler.backfill_setting, "allocation": scenario.scheduler.allocation,
                       "heterogeneous": scenario.scheduler.heterogeneous},
         "overrides": dict(scenario.overrides),
         "partial": not complete,

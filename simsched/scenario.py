@@ -54,8 +54,9 @@ WORKLOAD_COMMON = (
 
 SCHEDULER_COMMON = (
     "policy", "placement", "backfill", "allocation", "heterogeneous", "interval_s",
-    "restart_penalty_s",
+    "restart_penalty_s", "reserve_depth",
 )  # fmt: skip
+BACKFILL_MODES = ("none", "greedy", "easy", "conservative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +85,20 @@ class WorkloadSpec:
 class SchedulerSpec:
     policy: str
     placement: str = "best_fit"
-    backfill: bool = True
+    backfill: bool = True  # false only for backfill = "none"
     allocation: str = "home"
     heterogeneous: bool = False
     interval_s: float | None = None
     restart_penalty_s: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
     known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
+    reserve: str = "none"  # backfill = "easy" | "conservative": reservations (SPEC §3)
+    reserve_depth: int = 1  # easy: the first k jobs that cannot start get reservations
+
+    @property
+    def backfill_setting(self) -> bool | str:
+        """The ``backfill`` value as written: true/false for greedy/none, else the mode's name."""
+        return self.reserve if self.reserve != "none" else self.backfill
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +163,14 @@ class Scenario:
         from dataclasses import replace
 
         spec = self.scheduler
-        table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill,
+        table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement,
+                                 "backfill": spec.backfill_setting,
                                  "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
                                  "restart_penalty_s": spec.restart_penalty_s}
         if spec.interval_s is not None:
             table["interval_s"] = spec.interval_s
+        if spec.reserve_depth != 1:
+            table["reserve_depth"] = spec.reserve_depth
         if changes.get("policy", spec.policy) == spec.policy:
             table.update(spec.options)
         table.update(changes)
@@ -463,6 +474,17 @@ def _workload_file(file: Path, p: Params, chain: tuple[Path, ...]) -> tuple[dict
     return {**base, **own}, (file if "path" in own else holder)
 
 
+def _backfill_mode(p: Params) -> str:
+    """``backfill``: true/false (greedy/none, as before) or one of :data:`BACKFILL_MODES`."""
+    value = p.get("backfill", (bool, str), True)
+    if isinstance(value, bool):
+        return "greedy" if value else "none"
+    if value not in BACKFILL_MODES:
+        raise p.error("backfill", f"unknown mode {value!r}{did_you_mean(value, BACKFILL_MODES)}; valid: "
+                                  f"{', '.join(BACKFILL_MODES)}, or true (greedy) / false (none)")
+    return value
+
+
 def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
     from simsched.policies import PLACEMENTS, policy_names
 
@@ -471,10 +493,17 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
         raise p.error("policy", f"unknown policy {policy!r}{did_you_mean(policy, policy_names())}; "
                       f"valid: {', '.join(policy_names())}, "
                       "or 'my_policy.py:MyPolicy'")
+    mode = _backfill_mode(p)
+    depth = p.get("reserve_depth", int, 1, min_value=1)
+    if p.has("reserve_depth") and mode != "easy":
+        raise p.error("reserve_depth", f'only applies to backfill = "easy" (here backfill = {mode!r}); '
+                                       '"conservative" reserves for every waiting job')
     spec = SchedulerSpec(
         policy=policy,
         placement=p.get("placement", str, "best_fit", choices=sorted(PLACEMENTS)),
-        backfill=p.get("backfill", bool, True),
+        backfill=mode != "none",
+        reserve=mode if mode in ("easy", "conservative") else "none",
+        reserve_depth=depth,
         allocation=p.get("allocation", str, "home", choices=ALLOCATIONS),
         heterogeneous=p.get("heterogeneous", bool, False),
         interval_s=p.get("interval_s", float, None, min_value=0, exclusive_min=True),

@@ -53,7 +53,7 @@ def _error(capsys, argv) -> str:
 @pytest.mark.parametrize("scheduler, needle", [
     ('policy = "fastest"', "scheduler.policy: unknown policy 'fastest'; valid: "),
     ('policy = "fifo"\nplacement = "tetris"', "scheduler.placement: unknown value 'tetris'; valid: best_fit"),
-    ('policy = "fifo"\nbackfill = "yes"', "scheduler.backfill: must be true or false"),
+    ('policy = "fifo"\nbackfill = "yes"', "scheduler.backfill: unknown mode 'yes'"),
     ('policy = "fifo"\nallocaton = "home"', "scheduler.allocaton: unknown key"),
 ])
 def test_bad_scheduler_keys(tmp_path, capsys, scheduler, needle):

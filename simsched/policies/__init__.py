@@ -143,6 +143,10 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
             raise options.error("preemptive", f"policy {policy!r} has no preemptive variant; "
                                 f"preemptive = true works with {', '.join(sorted(PREEMPTIVE_VARIANT))}")
         policy = PREEMPTIVE_VARIANT[policy]
+    if policy in PREEMPTIVE and spec.reserve != "none":
+        raise options.error("policy", f'{policy!r} is preemptive and walks its own way; backfill = '
+                                      f'"{spec.reserve}" (reservations) works with the queue-order policies; use '
+                                      'backfill = true or false with it')
     if policy in PREEMPTIVE:
         scheduler = PREEMPTIVE[policy](options, placement=PLACEMENTS[spec.placement](),
                                        allocation=ALLOCATIONS[spec.allocation](rng_for("allocation")),
@@ -165,7 +169,8 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
         ordering = ORDERINGS[ordering_name]
     allocation = ALLOCATIONS[allocation_name](rng_for("allocation"))
     options.finish()
-    return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill)
+    return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill,
+                          reserve=spec.reserve, reserve_depth=spec.reserve_depth)
 
 
 def resolve_policy_ref(name: str, scenario: Path) -> str:

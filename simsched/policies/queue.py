@@ -20,6 +20,7 @@ The result is the same walk in the same order either way.
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left
 
 import numpy as np
@@ -28,6 +29,7 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
 from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
+from simsched.policies.reservations import reserving_walk
 
 
 def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
@@ -218,11 +220,14 @@ class QueueScheduler:
     """Order the queue, then place each job on the fastest GPU type that fits in its cluster."""
 
     def __init__(self, ordering: Ordering, placement: Placement, allocation: Allocation,
-                 backfill: bool = True) -> None:
+                 backfill: bool = True, reserve: str = "none", reserve_depth: int = 1) -> None:
         self.ordering = ordering
         self.placement = placement
         self.allocation = allocation
         self.backfill = backfill
+        # "easy" / "conservative": backfilling with reservations (simsched.policies.reservations)
+        self.reserve = reserve
+        self.reserve_depth = math.inf if reserve == "conservative" else reserve_depth
         self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
         self._vector = getattr(ordering, "vector", None) if not ordering.static else None
         # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
@@ -233,7 +238,7 @@ class QueueScheduler:
         self._free_after: list[int] | None = None
         self._last_seq = -1
         # Bucketed queue (static allocation): signature -> bucket, and each job's signature.
-        self._bucketed = not self._plans and (ordering.static or self._vector is not None)
+        self._bucketed = not self._plans and (ordering.static or self._vector is not None) and reserve == "none"
         self._buckets: dict[tuple, SortedBucket | ColumnBucket] = {}
         self._signature_of: dict[str, tuple] = {}
         # Whole sorted queue (MCT allocation with a static ordering): keys and jobs.
@@ -409,8 +414,13 @@ class QueueScheduler:
         ordered = self.ordered_queue(view)
         if self._plans:
             self.allocation.prepare(view, ordered)
-        signature_of = {job.job_id: self._signature(job, view) for job in ordered}
-        decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()))
+        if self.reserve != "none":
+            clusters = [self.allocation.cluster_for(job, view) for job in ordered]
+            starts, _ = reserving_walk(ordered, clusters, view, self.placement, self.reserve_depth)
+            decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
+        else:
+            signature_of = {job.job_id: self._signature(job, view) for job in ordered}
+            decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()))
         if self.ordering.static and decision.starts:  # forget the started jobs
             started = {start.job_id for start in decision.starts}
             for job in [job for job in ordered if job.job_id in started]:
