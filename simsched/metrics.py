@@ -163,6 +163,7 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
     makespan = float(ends.max() - df["submit"].min()) if len(ends) else 0.0
     summary = _block(df, float(sum(cluster_gpus.values())), makespan, weights, kind, w)
     summary["makespan"] = makespan
+    summary["starvation"] = starvation(df)
     last_cluster = last_clusters(df)
     unplaced = (last_cluster == "") & (df["status"] == "unfinished").to_numpy(bool)
     if unplaced.any():
@@ -174,6 +175,36 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
         rows = df if in_cluster.all() else df[in_cluster]  # no copy of a one-cluster run's table
         summary["per_cluster"][name] = _block(rows, gpus, makespan, weights, kind, w)
     return summary
+
+
+#: job-size classes of the starvation block: (label, fewest GPUs, most GPUs)
+SIZE_CLASSES = (("1", 0.0, 1.0), ("2-8", 1.0 + 1e-9, 8.0), (">8", 8.0 + 1e-9, math.inf))
+#: a large job (more GPUs than this) that waited longer than LATE_S counts as starved
+LARGE_GPUS = 8
+LATE_S = 24 * 3600.0
+
+
+def starvation(df: pd.DataFrame) -> dict:
+    """Who waits: the p99 and max wait, the mean wait per job-size class (1 GPU or less, 2-8,
+    more than 8 GPUs) and the share of the GPU-hours of jobs of more than 8 GPUs that belong to
+    jobs which waited over 24 h; over the counted jobs (completed and unfinished, censored).
+    A class with no job is None (n/a)."""
+    counted = df[df["status"].isin(("done", "unfinished"))]
+    wait = counted["wait"].to_numpy(float)
+    gpus = counted["gpus"].to_numpy(float)
+    by_size = {}
+    for label, low, high in SIZE_CLASSES:
+        inside = (gpus >= low) & (gpus <= high)
+        by_size[label] = {"jobs": int(inside.sum()), "mean_wait": float(wait[inside].mean()) if inside.any() else None}
+    large = gpus > LARGE_GPUS
+    gpu_hours = (counted["duration"].to_numpy(float) * gpus)[large]
+    late = wait[large] > LATE_S
+    return {
+        "p99_wait": float(np.quantile(wait, 0.99)) if len(wait) else None,
+        "max_wait": float(wait.max()) if len(wait) else None,
+        "wait_by_size": by_size,
+        "large_gpu_hours_late_share": float(gpu_hours[late].sum() / gpu_hours.sum()) if gpu_hours.sum() > 0 else None,
+    }
 
 
 def last_clusters(df: pd.DataFrame) -> np.ndarray:

@@ -77,6 +77,14 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
             # the makespan is one for the whole run; the rest differ per cluster
             cells += ["" if key == "makespan" else _cell(key, fmt, block) for block in clusters.values()]
         table.add_row(label, *cells)
+    starved = summary.get("starvation")
+    if starved:  # who waits: the tail and the large jobs (docs/outputs.md, summary.json "starvation")
+        pad = [""] * len(clusters) if show_clusters else []
+        table.add_row("p99 wait (s)", _format("{:,.2f}", starved.get("p99_wait")), *pad)
+        for label, block in starved.get("wait_by_size", {}).items():
+            table.add_row(f"Avg wait, {label} GPU jobs (s)", _format("{:,.2f}", block.get("mean_wait")), *pad)
+        table.add_row("GPU-h of >8-GPU jobs waiting >24 h", _format("{:.3f}", starved.get("large_gpu_hours_late_share")),
+                      *pad)
     skipped = summary.get("skipped_rows") or {}
     captions = []
     if skipped.get("skipped"):  # bad input rows never pass silently (SPEC §5)

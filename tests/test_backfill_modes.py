@@ -121,3 +121,23 @@ def test_conservative_delays_no_job_behind_strict_fifo(tmp_path_factory, jobs) -
     none = run_rows(_scenario(folder, "false", jobs=_rows_of(jobs)))
     for job_id, (start, _) in none.items():
         assert conservative[job_id][0] <= start + 1e-9, (job_id, conservative, none)
+
+
+def test_starvation_block_on_a_hand_computed_table() -> None:
+    import pandas as pd
+
+    from simsched.metrics import starvation
+
+    df = pd.DataFrame({
+        "status": ["done", "done", "done", "unfinished", "infeasible"],
+        "gpus": [1, 4, 16, 32, 64],
+        "wait": [0.0, 3600.0, 90000.0, 10.0, 5e6],      # the infeasible job is left out
+        "duration": [100.0, 100.0, 3600.0, 7200.0, 1.0],
+    })
+    block = starvation(df)
+    assert block["max_wait"] == 90000.0
+    assert block["wait_by_size"] == {"1": {"jobs": 1, "mean_wait": 0.0}, "2-8": {"jobs": 1, "mean_wait": 3600.0},
+                                     ">8": {"jobs": 2, "mean_wait": 45005.0}}
+    # >8-GPU GPU-hours: 16 x 3600 (waited 25 h: late) and 32 x 7200 (waited 10 s): 57,600 / 288,000
+    assert block["large_gpu_hours_late_share"] == 57600 / (57600 + 230400)
+    assert block["p99_wait"] == pytest.approx(float(pd.Series([0.0, 3600.0, 90000.0, 10.0]).quantile(0.99)))
