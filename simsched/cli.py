@@ -159,7 +159,7 @@ def _run_parsed(args: argparse.Namespace, stdout) -> int:
     pictures = _check_plot_flags(args, "python -m simsched")  # before anything is created or run
     if args.out:
         check_out_dir(args.out)
-    scenario = _with_flags(load_scenario(args.scenario), args)
+    scenario = _with_settings(_with_flags(load_scenario(args.scenario), args), args)
     console = wide_console(stderr=True, minimum=160)  # piped: the progress line and warnings are not cut
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
@@ -208,6 +208,21 @@ def _run_parsed(args: argparse.Namespace, stdout) -> int:
             print(f"{what}: the run had finished; outputs are complete", file=sys.stderr)
         return code
     return 0
+
+
+def _with_settings(scenario, args: argparse.Namespace):
+    """``--set KEY=VALUE``: dotted keys validated like an experiment spec's overrides, recorded in
+    summary.json under ``overrides``."""
+    from dataclasses import replace
+
+    from simsched.cli_args import settings_of
+    from simsched.experiment.overrides import apply_overrides
+
+    settings = settings_of(args)
+    if not settings:
+        return scenario
+    scenario = apply_overrides(scenario, settings, "--set")
+    return replace(scenario, overrides={**scenario.overrides, **settings})
 
 
 def _with_flags(scenario, args: argparse.Namespace):
@@ -355,9 +370,11 @@ def _compare(argv: list[str]) -> int:
         schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
         if not schedulers:
             raise InputError("python -m simsched compare: --schedulers: give at least one name")
+    from simsched.cli_args import settings_of
+
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by, nodes_per_type=args.nodes_per_type,
-                        scheduler_keys=_scheduler_flags(args))
+                        scheduler_keys=_scheduler_flags(args), settings=settings_of(args))
     if args.out:  # the scenario is read by now: refuse an --out that would replace an input
         from simsched.compare import COMPARE_FILES
         from simsched.inputs import check_outputs, note_read, scenario_inputs

@@ -76,6 +76,33 @@ def add_override_flags(p: argparse.ArgumentParser, *, policy: bool = True) -> No
                    help="scheduler.backfill: start jobs behind one that does not fit")
     p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
                    help="scheduler.heterogeneous: let jobs run on other GPU types")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE", type=setting,
+                   help="set any dotted scenario key (workload.load=0.8, scheduler.backfill=easy); repeatable; "
+                        "VALUE is a TOML value, or text when it is not one; checked like the key in a file")
+
+
+def setting(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--set``: a dotted key and a TOML value (bare text when it does not parse as one:
+    ``scheduler.policy=sjf``), as Hydra's overrides read."""
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key or "." not in key or not raw:
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE with a dotted scenario key, "
+                                         "e.g. workload.load=0.8 or scheduler.policy=sjf")
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--set`` keys in the order given (a key given twice: the last wins)."""
+    return dict(getattr(args, "settings", None) or [])
 
 
 def scheduler_flags(args: argparse.Namespace) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class CompareSpec:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     nodes_per_type: int | None = None  # --nodes-per-type (alias --gpus-limit), as for a single run
     scheduler_keys: dict[str, Any] = field(default_factory=dict)  # --placement etc.: every scheduler, last
+    settings: dict[str, Any] = field(default_factory=dict)  # --set dotted keys: every instance and scheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,7 @@ class RunTask:
     jobs: int | None
     keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
     nodes_per_type: int | None = None
+    settings: tuple[tuple[str, Any], ...] = ()  # --set dotted keys, applied last
 
 
 @dataclass
@@ -170,6 +172,8 @@ def _fingerprint(spec: CompareSpec) -> str:
             "schedulers": list(spec.schedulers), "seeds": spec.seeds, "jobs": spec.jobs, "options": spec.options}
     if spec.nodes_per_type is not None or spec.scheduler_keys:  # absent before these flags: old journals resume
         data.update(nodes_per_type=spec.nodes_per_type, scheduler_keys=spec.scheduler_keys)
+    if spec.settings:
+        data.update(settings=spec.settings)
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -236,7 +240,8 @@ class _Journal:
 
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
                  seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None,
-                 nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None) -> CompareSpec:
+                 nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None,
+                 settings: dict[str, Any] | None = None) -> CompareSpec:
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front."""
     path = Path(scenario_path)
     load_scenario(path)  # the scenario itself must be valid
@@ -256,6 +261,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         load_scenario(instance)
     for key, value in (scheduler_keys or {}).items():  # a bad flag value names the flag
         load_scenario(path).with_scheduler_keys({key: value}, f"--{key}")
+    for instance in instances:  # a bad --set key or value fails before any run
+        _with_settings(load_scenario(instance), dict(settings or {}))
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
     if not chosen:
         raise InputError(f"{path}: compare: no schedulers to compare")
@@ -266,7 +273,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
                        METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
-                       dict(scheduler_keys or {}))
+                       dict(scheduler_keys or {}), dict(settings or {}))
     if spec.rank_by not in METRIC_KEYS:
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(METRIC_KEYS)}")
     _check_builds(spec)
@@ -314,6 +321,18 @@ def _options_for(spec: CompareSpec, scenario: Scenario, name: str) -> dict[str, 
     return {"policy": policy, **table, **spec.scheduler_keys}
 
 
+def _with_settings(scenario: Scenario, settings: dict[str, Any]) -> Scenario:
+    """``--set`` keys on one instance (validated like an experiment's overrides)."""
+    if not settings:
+        return scenario
+    from dataclasses import replace
+
+    from simsched.experiment.overrides import apply_overrides
+
+    scenario = apply_overrides(scenario, settings, "--set")
+    return replace(scenario, overrides={**scenario.overrides, **settings})
+
+
 def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> Scenario:
     return scenario.with_scheduler_keys(changes, _source(scenario.path, name))
 
@@ -327,7 +346,7 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
                 tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
-                                     keep_jobs, spec.nodes_per_type))
+                                     keep_jobs, spec.nodes_per_type, tuple(spec.settings.items())))
     return tasks
 
 
@@ -338,6 +357,7 @@ def run_task(task: RunTask) -> dict[str, Any]:
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
     if task.nodes_per_type is not None:
         scenario = scenario.with_overrides(nodes_per_type=task.nodes_per_type)
+    scenario = _with_settings(scenario, dict(task.settings))
     ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
     result = ready.run()
     if result.partial:  # interrupted (in this process): never a row of the table
