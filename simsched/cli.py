@@ -24,6 +24,7 @@ from simsched.cli_args import add_override_flags as _add_override_flags
 from simsched.cli_args import add_plot_flags as _add_plot_flags
 from simsched.cli_args import check_plot_flags as _check_plot_flags
 from simsched.cli_args import non_negative_int as _non_negative_int
+from simsched.cli_args import positive_float as _positive_float
 from simsched.cli_args import positive_int as _positive_int
 from simsched.cli_args import scheduler_flags as _scheduler_flags
 from simsched.errors import InputError, SimschedError, did_you_mean
@@ -135,6 +136,12 @@ def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     print(line, file=sys.stderr)
     return code
+
+
+#: compare --keep-going: the exit code when some runs failed (docs/assignment.md, "For teachers")
+KEEP_GOING_EXIT = 4
+#: compare --keep-going without --decide-timeout: a generous limit per decide() call
+DEFAULT_DECIDE_TIMEOUT_S = 60.0
 
 
 def _run(argv: list[str]) -> int:
@@ -353,6 +360,12 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted comparison in --out DIR (reuses its finished runs)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="a run whose policy fails (raises, decides badly, times out) becomes a failed row and the "
+                        f"rest are ranked; exit {KEEP_GOING_EXIT} when any run failed (grading many policies)")
+    p.add_argument("--decide-timeout", type=_positive_float, metavar="S",
+                   help="stop a decide() that runs longer than S seconds (a failed run); default off, "
+                        f"{DEFAULT_DECIDE_TIMEOUT_S:g} s with --keep-going")
     p.add_argument("--keep-jobs", action="store_true",
                    help="also write every run's per-job table (OUT/jobs/NNN.csv, index.csv); --plots draws "
                         "every scheduler's JCT CDF from them")
@@ -385,8 +398,10 @@ def _compare(argv: list[str]) -> int:
             scenario_inputs(load_scenario(instance))
         check_outputs([Path(args.out) / name for name in COMPARE_FILES],
                       [Path(args.out) / "jobs", Path(args.out) / "plots"])
+    timeout = args.decide_timeout if args.decide_timeout is not None else (
+        DEFAULT_DECIDE_TIMEOUT_S if args.keep_going else None)
     where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs,
-                 out=args.out, resume=args.resume)
+                 out=args.out, resume=args.resume, keep_going=args.keep_going, decide_timeout=timeout)
     try:
         if args.quiet:
             result = run_compare(spec, **where)
@@ -422,6 +437,9 @@ def _compare(argv: list[str]) -> int:
         return code
     for warning in warnings_of(result):  # before the tables, where they are seen
         print(f"warning: {warning}", file=sys.stderr)
+    for failure in result.failed:  # --keep-going: each failed run, one line, before the tables
+        print(f"failed: {failure['scheduler']} on {failure['instance']} (seed {failure['seed']}): {failure['error']}",
+              file=sys.stderr)
     if not args.quiet:
         tables = rich_tables(result)
         console = wide_console(tables)  # piped: as wide as the tables, so no header is cut
@@ -435,4 +453,7 @@ def _compare(argv: list[str]) -> int:
             paths += draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
         if not args.quiet:
             print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    if result.failed:
+        print(f"{len(result.failed)} run(s) failed and are not ranked (exit {KEEP_GOING_EXIT})", file=sys.stderr)
+        return KEEP_GOING_EXIT
     return 0

@@ -42,7 +42,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,7 @@ class CompareResult:
     ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
     jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
     warnings: list[str] = field(default_factory=list)  # the runs' warnings, each once (printed before the tables)
+    failed: list[dict[str, Any]] = field(default_factory=list)  # --keep-going: runs whose policy failed
 
     def write(self, out_dir: str | Path) -> list[Path]:
         """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically)."""
@@ -116,6 +117,11 @@ class CompareResult:
             atomic.mark_partial(out, "writing: the files here may be from an earlier comparison")
             atomic.write_with(paths[0], lambda tmp: self.table.to_csv(tmp, index=False))
             atomic.write_with(paths[1], lambda tmp: self.runs.to_csv(tmp, index=False))
+            if self.failed:  # --keep-going: the runs whose policy failed, with the error's one line
+                paths.append(out / "compare_failed.csv")
+                atomic.write_with(paths[-1], lambda tmp: pd.DataFrame(self.failed).to_csv(tmp, index=False))
+            else:
+                (out / "compare_failed.csv").unlink(missing_ok=True)
             atomic.write_text(paths[2], to_markdown(self))
             if self.jobs is not None:
                 paths.append(self._write_jobs(out / "jobs"))
@@ -159,7 +165,8 @@ class WorkerDied(InputError):
 
 JOURNAL = "compare_runs.partial.jsonl"
 #: the files a compare writes into its --out folder (with jobs/ and plots/)
-COMPARE_FILES = ("compare.csv", "compare_runs.csv", "compare.md", JOURNAL, "PARTIAL", "report.html")
+COMPARE_FILES = ("compare.csv", "compare_runs.csv", "compare.md", "compare_failed.csv", JOURNAL, "PARTIAL",
+                 "report.html")
 
 
 def journal_path(out_dir: str | Path) -> Path:
@@ -350,7 +357,54 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
     return tasks
 
 
-def run_task(task: RunTask) -> dict[str, Any]:
+class DecideTimeout(InputError):
+    """A decide() call ran longer than ``--decide-timeout`` seconds."""
+
+
+def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None) -> dict[str, Any]:
+    """:func:`run_task` with the grading guards: a decide() longer than ``decide_timeout`` seconds is
+    stopped (SIGALRM in the process that runs it), and with ``keep_going`` a run whose policy fails
+    comes back as ``{..., "_failed": one line}`` instead of stopping the comparison."""
+    from simsched.errors import SimschedError
+
+    try:
+        return run_task(task, decide_timeout)
+    except SimschedError as exc:
+        if not keep_going:
+            raise
+        return {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler,
+                "_failed": " ".join(str(exc).split())}
+
+
+class _TimedDecide:
+    """Wraps a scheduler: each decide() gets ``seconds`` of wall time (a SIGALRM timer; main thread of
+    the process that runs it, as compare's workers and a serial compare are). A user policy's wrapper
+    turns the DecideTimeout into a one-line PolicyError naming the line it was stopped at."""
+
+    def __init__(self, inner: Any, seconds: float) -> None:
+        self.inner = inner
+        self.seconds = seconds
+
+    def decide(self, view: Any) -> Any:
+        import signal
+
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            return self.inner.decide(view)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _alarm(signum, frame) -> None:
+    raise DecideTimeout("decide() ran past --decide-timeout")
+
+
+def run_task(task: RunTask, decide_timeout: float | None = None) -> dict[str, Any]:
     """Run one task (in a worker process): load the scenario by path, override, simulate."""
     from simsched.api import simulation
 
@@ -359,6 +413,8 @@ def run_task(task: RunTask) -> dict[str, Any]:
         scenario = scenario.with_overrides(nodes_per_type=task.nodes_per_type)
     scenario = _with_settings(scenario, dict(task.settings))
     ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
+    if decide_timeout is not None:
+        ready.engine.scheduler = _TimedDecide(ready.engine.scheduler, decide_timeout)
     result = ready.run()
     if result.partial:  # interrupted (in this process): never a row of the table
         from simsched import interrupts
@@ -395,8 +451,13 @@ class CompareProgress:
 def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str = "local",
                 address: str | None = None,
                 progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False,
-                out: str | Path | None = None, resume: bool = False) -> CompareResult:
+                out: str | Path | None = None, resume: bool = False, keep_going: bool = False,
+                decide_timeout: float | None = None) -> CompareResult:
     """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
+
+    ``keep_going``: a run whose policy fails (raises, returns a bad decision, or runs one decide()
+    longer than ``decide_timeout`` seconds) becomes a failed row (``CompareResult.failed``) and the
+    rest are ranked; without it the first failure stops the comparison.
 
     Results come back in task order whatever the executor, so they equal a serial run.
     ``keep_jobs`` keeps every run's per-job table (``CompareResult.jobs``).
@@ -428,7 +489,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
 
     def keep(position: int, row: dict[str, Any]) -> None:
         finished[todo[position]] = row
-        if journal is not None:
+        if journal is not None and "_failed" not in row:  # a failed run is tried again on --resume
             journal.add(todo[position], {k: v for k, v in row.items() if k != "_jobs"})
 
     if progress is not None:
@@ -436,8 +497,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     try:
         try:
             with TaskRunner(executor, workers, address) as runner:
-                results = runner.map(run_task, [(tasks[i],) for i in todo], on_task=on_task if progress else None,
-                                     on_each=keep)
+                results = runner.map(run_task_guarded, [(tasks[i], keep_going, decide_timeout) for i in todo],
+                                     on_task=on_task if progress else None, on_each=keep)
         except BrokenProcessPool:
             results = _after_a_worker_died(tasks, todo, finished, keep, done)
     except KeyboardInterrupt as exc:
@@ -449,11 +510,24 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
                                  kept, len(tasks)) from None
     merged = {**done, **dict(zip(todo, results))}
     rows = [merged[i] for i in range(len(tasks))]
+    failed = [{"instance": row["instance"], "seed": row["seed"], "scheduler": row["scheduler"],
+               "error": row["_failed"]} for row in rows if "_failed" in row]
+    rows = [row for row in rows if "_failed" not in row]
+    if failed:
+        if keep_jobs:
+            keep_jobs = all("_jobs" in row for row in rows)
+        ran = list(dict.fromkeys(row["scheduler"] for row in rows))
+        spec = replace(spec, schedulers=tuple(name for name in spec.schedulers if name in ran))
+        if not rows:
+            raise InputError(f"compare: every run failed; the first: {failed[0]['scheduler']} "
+                             f"(seed {failed[0]['seed']}): {failed[0]['error']}")
     jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
     said = [row.pop("_warnings", []) for row in rows]
     result = tabulate(spec, pd.DataFrame(rows))
     result.jobs = jobs
-    result.warnings = run_warnings(tasks, said)
+    result.warnings = run_warnings([t for t in tasks if any(t.scheduler == n for n in spec.schedulers)]
+                                   if failed else tasks, said)
+    result.failed = failed
     return result
 
 
@@ -653,6 +727,9 @@ def to_markdown(result: CompareResult) -> str:
     lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else [])
     for warning in warnings_of(result):  # what the runs warned about, as printed before the tables
         lines += [f"Warning: {warning}", ""]
+    for failure in result.failed:  # --keep-going: not ranked
+        lines += [f"Failed (not ranked): `{failure['scheduler']}` on {failure['instance']} (seed {failure['seed']}): "
+                  f"{failure['error']}", ""]
     lines += ["| Metric | " + " | ".join(labels) + " |",
               "|---|" + "---:|" * len(order)]
     for key, label, _ in METRICS:

@@ -1,0 +1,60 @@
+"""Grading many policies: ``compare --keep-going`` records a failing or looping policy's runs as failed
+rows and ranks the rest; ``--decide-timeout`` stops a decide() that runs too long."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from simsched.cli import KEEP_GOING_EXIT, main
+from tests.helpers import write_scenario
+
+ONE_NODE = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]'
+JOBS = ["a,0,100,2,,,,,", "b,1,10,4,,,,,", "c,2,200,2,,,,,"]
+BAD = '''
+class Raises:
+    def decide(self, view):
+        raise ValueError("student bug")
+
+
+class Loops:
+    def decide(self, view):
+        while True:
+            pass
+'''
+
+
+def test_keep_going_ranks_fifo_and_records_two_failed_rows(tmp_path: Path, capsys) -> None:
+    scenario = write_scenario(tmp_path, clusters=ONE_NODE, jobs=JOBS, scheduler='policy = "fifo"')
+    (tmp_path / "bad.py").write_text(BAD)
+    out = tmp_path / "out"
+    code = main(["compare", str(scenario), "--schedulers", "fifo,bad.py:Raises,bad.py:Loops", "--keep-going",
+                 "--decide-timeout", "2", "--out", str(out), "--quiet", "--workers", "2"])
+    err = capsys.readouterr().err
+    assert code == KEEP_GOING_EXIT == 4
+    with open(out / "compare_failed.csv", newline="") as fh:
+        failed = list(csv.DictReader(fh))
+    assert [row["scheduler"] for row in failed] == ["bad.py:Raises", "bad.py:Loops"]
+    assert "bad.py:4: Raises.decide raised ValueError: student bug" in failed[0]["error"]
+    assert "Loops.decide raised DecideTimeout" in failed[1]["error"] and "bad.py:9:" in failed[1]["error"]
+    with open(out / "compare_runs.csv", newline="") as fh:
+        ranked = list(csv.DictReader(fh))
+    assert [row["scheduler"] for row in ranked] == ["fifo"] and ranked[0]["rank"] == "1.0"
+    assert err.count("failed: ") == 2 and "2 run(s) failed and are not ranked (exit 4)" in err
+    assert "Failed (not ranked): `bad.py:Raises`" in (out / "compare.md").read_text()
+
+
+def test_without_keep_going_the_first_failure_stops_the_comparison(tmp_path: Path, capsys) -> None:
+    scenario = write_scenario(tmp_path, clusters=ONE_NODE, jobs=JOBS, scheduler='policy = "fifo"')
+    (tmp_path / "bad.py").write_text(BAD)
+    assert main(["compare", str(scenario), "--schedulers", "fifo,bad.py:Raises", "--quiet", "--workers", "1"]) == 2
+    assert "Raises.decide raised ValueError" in capsys.readouterr().err
+
+
+def test_a_decide_timeout_alone_fails_the_comparison_on_one_line(tmp_path: Path, capsys) -> None:
+    scenario = write_scenario(tmp_path, clusters=ONE_NODE, jobs=JOBS, scheduler='policy = "fifo"')
+    (tmp_path / "bad.py").write_text(BAD)
+    assert main(["compare", str(scenario), "--schedulers", "bad.py:Loops", "--decide-timeout", "1", "--quiet",
+                 "--workers", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "DecideTimeout" in err[0]
