@@ -500,7 +500,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
                 results = runner.map(run_task_guarded, [(tasks[i], keep_going, decide_timeout) for i in todo],
                                      on_task=on_task if progress else None, on_each=keep)
         except BrokenProcessPool:
-            results = _after_a_worker_died(tasks, todo, finished, keep, done)
+            results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout)
     except KeyboardInterrupt as exc:
         from simsched import interrupts
 
@@ -532,7 +532,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
 
 
 def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[int, dict[str, Any]],
-                         keep: Callable[[int, dict[str, Any]], None], done: dict[int, dict[str, Any]]) -> list:
+                         keep: Callable[[int, dict[str, Any]], None], done: dict[int, dict[str, Any]],
+                         keep_going: bool = False, decide_timeout: float | None = None) -> list:
     """A worker process died and took the pool with it. Which run killed it is not known (several
     ran at once), so the runs not yet finished are run again one at a time, each in a fresh
     one-process pool: a pool that breaks now names its run exactly. Runs that finish are kept as
@@ -541,11 +542,18 @@ def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[i
         if index in finished:
             continue
         with ProcessPoolExecutor(max_workers=1, initializer=worker_setup, initargs=(os.getpid(),)) as pool:
-            future = pool.submit(run_task, tasks[index])
+            future = pool.submit(run_task_guarded, tasks[index], keep_going, decide_timeout)
             try:
                 row = future.result()
             except BrokenProcessPool:
                 task = tasks[index]
+                message = (f"the worker process running {task.scheduler} on {task.instance} (seed {task.seed}) "
+                           "died without a word (the policy ended its process, e.g. os._exit, or crashed the "
+                           "interpreter)")
+                if keep_going:  # a failed row, like any other failure of the policy
+                    keep(position, {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler,
+                                    "_failed": message})
+                    continue
                 rows = {**done, **finished}
                 kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
                 raise WorkerDied(f"compare: the worker process running {task.scheduler} on {task.instance} "

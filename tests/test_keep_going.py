@@ -58,3 +58,18 @@ def test_a_decide_timeout_alone_fails_the_comparison_on_one_line(tmp_path: Path,
                  "--workers", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "DecideTimeout" in err[0]
+
+
+def test_keep_going_turns_a_dead_worker_into_a_failed_row(tmp_path: Path, capsys) -> None:
+    scenario = write_scenario(tmp_path, clusters=ONE_NODE, jobs=JOBS, scheduler='policy = "fifo"')
+    (tmp_path / "die.py").write_text("import os\n\n\nclass Die:\n    def decide(self, view):\n        os._exit(7)\n")
+    out = tmp_path / "out"
+    code = main(["compare", str(scenario), "--schedulers", "fifo,die.py:Die", "--seeds", "2", "--keep-going",
+                 "--out", str(out), "--quiet", "--workers", "2"])
+    assert code == KEEP_GOING_EXIT
+    with open(out / "compare_failed.csv", newline="") as fh:
+        failed = list(csv.DictReader(fh))
+    assert [row["scheduler"] for row in failed] == ["die.py:Die", "die.py:Die"]
+    assert "died without a word" in failed[0]["error"]
+    with open(out / "compare_runs.csv", newline="") as fh:
+        assert [row["scheduler"] for row in csv.DictReader(fh)] == ["fifo", "fifo"]
