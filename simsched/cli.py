@@ -40,15 +40,25 @@ SUBCOMMANDS: dict[str, str] = {
     "rl": "simsched.rl.cli:rl_command",
     "experiment": "simsched.experiment.cli:experiment_command",
     "plot": "simsched.plots.cli:plot_command",
+    "examples": "simsched.cli:_examples",
+    "run": "simsched.cli:_run_named",
+    "new": "simsched.cli:_new",
 }
 
 
 def _run_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m simsched", description="Simulate a scheduling scenario.",
                 epilog="subcommands: " + ", ".join(SUBCOMMANDS) + " (python -m simsched SUBCOMMAND --help)")
-    p.add_argument("scenario", help="scenario TOML file")
+    p.add_argument("scenario", help="scenario TOML file, or a shipped example's name (simsched examples)")
+    p.add_argument("--version", action="version", version=f"simsched {_version()}")
     _common(p)
     return p
+
+
+def _version() -> str:
+    from simsched import __version__
+
+    return __version__
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -78,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
         if argv and not argv[0].startswith("-") and not Path(argv[0]).exists():
+            from simsched.examples import find, is_example
+
+            if is_example(argv[0]):  # `simsched philly_hetero`: a shipped example by name
+                return _run([str(find(argv[0])), *argv[1:]])
             hint = did_you_mean(argv[0], SUBCOMMANDS)
             if hint:  # `python -m simsched comapre ...`: a near miss of a subcommand, not a scenario
                 raise InputError(f"python -m simsched: unknown subcommand {argv[0]!r}{hint}; "
@@ -142,6 +156,52 @@ def _fail(exc: BaseException, line: str, code: int, debug: bool) -> int:
 KEEP_GOING_EXIT = 4
 #: compare --keep-going without --decide-timeout: a generous limit per decide() call
 DEFAULT_DECIDE_TIMEOUT_S = 60.0
+
+
+def _examples(argv: list[str]) -> int:
+    """``simsched examples``: the shipped example scenarios, by name."""
+    p = _Parser(prog="python -m simsched examples", description="List the shipped example scenarios.")
+    p.parse_args(argv)
+    from simsched.examples import examples, root
+
+    found = examples()
+    width = max(len(example.name) for example in found)
+    for example in found:
+        trace = " [needs the real trace: download it first]" if example.needs_trace else ""
+        print(f"{example.name:<{width}}  {example.summary}{trace}")
+    print(f"\n{len(found)} examples in {root() / 'scenarios'}; run one with `simsched run NAME` "
+          "(or `simsched NAME`), copy one with `simsched new FILE --from NAME`", file=sys.stderr)
+    return 0
+
+
+def _run_named(argv: list[str]) -> int:
+    """``simsched run NAME|FILE [flags]``: a shipped example by name, or a scenario file."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m simsched run NAME|SCENARIO.toml [run flags]\n\nRun a shipped example by name "
+              "(simsched examples lists them) or a scenario file; the flags are python -m simsched's.")
+        return 0
+    from simsched.examples import find
+
+    target = argv[0] if Path(argv[0]).is_file() else str(find(argv[0]))
+    return _run([target, *argv[1:]])
+
+
+def _new(argv: list[str]) -> int:
+    """``simsched new FILE [--from NAME]``: write a commented starter scenario to edit."""
+    p = _Parser(prog="python -m simsched new", description="Write a starter scenario file to edit.")
+    p.add_argument("file", help="the scenario file to write (must not exist)")
+    p.add_argument("--from", dest="source", metavar="NAME", help="the example to start from (default philly_hetero)")
+    args = p.parse_args(argv)
+    from simsched.atomic import check_out_file, write_text
+    from simsched.examples import starter
+
+    path = Path(args.file)
+    if path.exists():
+        raise InputError(f"python -m simsched new: {path} exists; give a new file name (nothing is overwritten)")
+    check_out_file(path, "FILE")
+    write_text(path, starter(args.source))
+    print(f"wrote {path}; check it with `simsched validate {path}`, run it with `simsched {path}`", file=sys.stderr)
+    return 0
 
 
 def _run(argv: list[str]) -> int:
