@@ -363,8 +363,8 @@ def cli_cases() -> list[Case]:
                       {**ok, "b.toml": scenario_text() + "[learn]\nmutation_rate = nan\n"}, needle="b.toml"))
     # every registered subcommand (including ones added later) rejects an unknown flag and a missing scenario
     for name in SUBCOMMANDS:
-        cases.append(Case(f"{name}-unknown-flag", [name, "{d}/s.toml", "--no-such-flag"], ok))
-        cases.append(Case(f"{name}-missing-scenario", [name, "{d}/none.toml", "--out", "{d}/o.json"], ok))
+        cases.append(Case(f"subcommand-{name}-unknown-flag", [name, "{d}/s.toml", "--no-such-flag"], ok))
+        cases.append(Case(f"subcommand-{name}-missing-scenario", [name, "{d}/none.toml", "--out", "{d}/o.json"], ok))
     return cases
 
 
