@@ -54,7 +54,7 @@ WORKLOAD_COMMON = (
 
 SCHEDULER_COMMON = (
     "policy", "placement", "backfill", "allocation", "heterogeneous", "interval_s",
-    "restart_penalty_s", "reserve_depth",
+    "restart_penalty_s",
 )  # fmt: skip
 BACKFILL_MODES = ("none", "greedy", "easy", "conservative")
 
@@ -508,7 +508,7 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
         heterogeneous=p.get("heterogeneous", bool, False),
         interval_s=p.get("interval_s", float, None, min_value=0, exclusive_min=True),
         restart_penalty_s=p.get("restart_penalty_s", float, 0.0, min_value=0),
-        options=p.rest(SCHEDULER_COMMON),
+        options=p.rest(SCHEDULER_COMMON + ("reserve_depth",)),
     )
     p.finish()
     return spec

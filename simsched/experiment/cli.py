@@ -49,7 +49,7 @@ def experiment_command(argv: list[str]) -> int:
     from simsched.experiment.spec import load_spec
     from simsched.experiment.stats import compute
     from simsched.experiment.store import read_jobs, stale_notice
-    from simsched.experiment.tables import rich_tables, write_tables
+    from simsched.experiment.tables import write_tables
 
     args = _parser().parse_args(argv)
     if args.address and args.executor != "ray":
@@ -95,11 +95,7 @@ def experiment_command(argv: list[str]) -> int:
         paths += draw(out, fmt=args.plot_format, plots=args.plots, report=args.report, metric=spec.metric,
                       schedulers=list(spec.scheduler_names))
     if not args.quiet:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=140)
-        for table in rich_tables(stats, spec, title):
-            console.print(table)
+        _print_tables(stats, spec, title)
         retried = f", {run.retries} Ray tasks retried after their node was lost" if run.retries else ""
         err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now{retried}); "
                   f"wrote {out / 'results.csv'}, " + ", ".join(p.name for p in paths))
@@ -122,13 +118,12 @@ def _verify(spec, out: Path, args) -> int:
 def _tables_only(spec, out: Path, args) -> int:
     """``--tables-only``: the statistics of the finished runs, over the instances whose every planned
     run has a row; nothing is run. For committing a long experiment as it grows."""
-    from rich.console import Console
 
     from simsched.errors import InputError
     from simsched.experiment.grid import plan
     from simsched.experiment.stats import compute
     from simsched.experiment.store import in_plan_order, read_results
-    from simsched.experiment.tables import rich_tables, write_tables
+    from simsched.experiment.tables import write_tables
 
     if not (out / "results.csv").is_file():
         raise InputError(f"--tables-only: {out / 'results.csv'} not found; run the experiment first")
@@ -149,11 +144,20 @@ def _tables_only(spec, out: Path, args) -> int:
              + f" -- {len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs)")
     paths = write_tables(stats, spec, out, title)
     if not args.quiet:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=140)
-        for table in rich_tables(stats, spec, title):
-            console.print(table)
+        _print_tables(stats, spec, title)
     print(f"{len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs); wrote "
           + ", ".join(p.name for p in paths), file=sys.stderr)
     return 0
+
+
+def _print_tables(stats, spec, title: str) -> None:
+    """The statistics as rich tables on stdout (140 columns wide when stdout is not a terminal)."""
+    from rich.console import Console
+
+    from simsched.experiment.tables import rich_tables
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=140)
+    for table in rich_tables(stats, spec, title):
+        console.print(table)

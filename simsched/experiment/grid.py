@@ -134,6 +134,10 @@ def plan(spec: ExperimentSpec) -> list[RunTask]:
     return tasks
 
 
+#: (section, field, default) of scenario fields added after stores existed (see scenario_hash)
+ADDED_LATER = (("scheduler", "reserve", "none"), ("scheduler", "reserve_depth", 1))
+
+
 def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
     """A digest of everything a resolved scenario simulates (paths relative to the spec's folder)."""
     data = _jsonable(replace(scenario, digest=""), relative_to)
@@ -142,6 +146,11 @@ def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
     data.pop("path", None)
     data["workload"].pop("params_file", None)
     data["workload"].pop("base_dir", None)
+    # fields added after result stores were written count only away from their defaults, so a
+    # store's run_ids stay those of the same runs (a hash change would re-run a whole experiment)
+    for section, key, default in ADDED_LATER:
+        if data.get(section, {}).get(key) == default:
+            data[section].pop(key)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
