@@ -30,27 +30,28 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
+import numpy as np
+
 from simsched.policies.base import JobView, SchedulerView
 from simsched.policies.placement import Placement
 
 
 class Profile:
-    """Free milli-GPUs per node over time: ``free[i]`` holds from ``times[i]`` to ``times[i + 1]``
-    (the last one forever). Starts as the free GPUs now plus every running job's release at its end."""
+    """Free milli-GPUs per node over time: row ``i`` of ``free`` holds from ``times[i]`` to
+    ``times[i + 1]`` (the last row forever). Starts as the free GPUs now plus every running job's
+    release at its end. A numpy array (breakpoints x nodes), so a window's least free capacity over
+    a node group is one slice and one ``min``."""
 
     __slots__ = ("times", "free")
 
     def __init__(self, now: float, free: Sequence[int], releases: Sequence[tuple[float, Sequence[int], int]]) -> None:
-        self.times = [now]
-        self.free = [list(free)]
-        current = list(free)
-        for end, nodes, share in sorted(releases, key=lambda r: r[0]):
-            if end > self.times[-1]:
-                current = list(current)
-                self.times.append(end)
-                self.free.append(current)
-            for n in nodes:
-                current[n] += share
+        ends = sorted({end for end, _, _ in releases if end > now})
+        self.times = [now, *ends]
+        self.free = np.tile(np.asarray(free, dtype=np.int64), (len(self.times), 1))
+        for end, nodes, share in releases:
+            row = bisect_left(self.times, end) if end > now else 0
+            for n in nodes:  # one entry per worker: a node may appear twice
+                self.free[row:, n] += share
 
     @classmethod
     def of(cls, view: SchedulerView) -> Profile:
@@ -67,30 +68,22 @@ class Profile:
         if i < len(self.times) and self.times[i] == t:
             return i
         self.times.insert(i, t)
-        self.free.insert(i, list(self.free[i - 1]))
+        self.free = np.insert(self.free, i, self.free[i - 1], axis=0)
         return i
 
     def window(self, start: float, end: float, nodes: Sequence[int]) -> dict[int, int]:
         """The least free of each of ``nodes`` over [start, end)."""
         first = bisect_right(self.times, start) - 1
-        least = {n: self.free[first][n] for n in nodes}
-        for i in range(first + 1, len(self.times)):
-            if self.times[i] >= end:
-                break
-            row = self.free[i]
-            for n in nodes:
-                if row[n] < least[n]:
-                    least[n] = row[n]
-        return least
+        last = max(first + 1, bisect_left(self.times, end))
+        least = self.free[first:last, nodes].min(axis=0).tolist()
+        return dict(zip(nodes, least))
 
     def take(self, start: float, end: float, nodes: Sequence[int], share: int) -> None:
         """Take ``share`` on each listed node (one entry per worker) over [start, end)."""
         first = self._split(start)
         last = self._split(end) if math.isfinite(end) else len(self.times)
-        for i in range(first, last):
-            row = self.free[i]
-            for n in nodes:
-                row[n] -= share
+        for n in nodes:
+            self.free[first:last, n] -= share
 
 
 def _place(placement: Placement, nodes: Sequence[int], per_worker: int, workers: int,
@@ -124,6 +117,19 @@ def fit_at(job: JobView, cluster: int | None, t: float, groups: dict, placement:
     return None
 
 
+def _fit_free(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: dict[int, int],
+              view: SchedulerView) -> tuple[tuple[int, ...], int, float] | None:
+    """:func:`fit_at` now, before any reservation: on the GPUs free now."""
+    for option in job.options:
+        if cluster is not None and option.cluster != cluster:
+            continue
+        nodes = groups[option.cluster, option.gpu_type]
+        chosen = _place(placement, nodes, option.per_worker, job.workers, {n: free[n] for n in nodes})
+        if chosen is not None:
+            return chosen, option.per_worker, view.remaining_time(job, option.speed)
+    return None
+
+
 def reserve(job: JobView, cluster: int | None, groups: dict, placement: Placement, profile: Profile,
             view: SchedulerView) -> tuple[float, tuple[int, ...]] | None:
     """The earliest (time, nodes) at which ``job`` fits for its whole run, taken out of the
@@ -142,11 +148,16 @@ def reserving_walk(ordered: Sequence[JobView], clusters: Sequence[int | None], v
                                                             list[tuple[str, float, tuple[int, ...]]]]:
     """Walk ``ordered`` (key order) with reservations; returns the starts now [(job_id, nodes)] and
     the reservations made [(job_id, time, nodes)] (the latter for tests and docs)."""
-    profile = Profile.of(view)
     groups = view.fleet.groups
     now = view.now
     starts: list[tuple[str, tuple[int, ...]]] = []
     reservations: list[tuple[str, float, tuple[int, ...]]] = []
+    # Until the first job that cannot start, nothing is reserved, and the profile only gains capacity
+    # after now: a job fits over its whole run exactly when it fits in the GPUs free now. So the
+    # profile (a pass over every running job) is built only when some job has to wait.
+    profile: Profile | None = None
+    free_now = {n: f for n, f in enumerate(view.free)}
+    taken: list[tuple[tuple[int, ...], int, float]] = []  # the starts so far: (nodes, share, run)
     # shape (cluster, options, workers) -> the least remaining work that did not fit now. The profile
     # only loses capacity during the walk, and a longer run needs the same GPUs over a longer
     # window, so a job of that shape with at least that much work cannot fit now either.
@@ -158,16 +169,28 @@ def reserving_walk(ordered: Sequence[JobView], clusters: Sequence[int | None], v
             found = None
             if len(reservations) >= depth:
                 continue
+        elif profile is None:
+            found = _fit_free(job, cluster, groups, placement, free_now, view)
         else:
             found = fit_at(job, cluster, now, groups, placement, profile, view)
-            if found is None:
-                failed_now[shape] = work
-        if found is not None:
+        if found is None:
+            failed_now.setdefault(shape, work)
+            failed_now[shape] = min(failed_now[shape], work)
+        else:
             nodes, share, run = found
-            profile.take(now, now + run, nodes, share)
+            if profile is None:
+                for n in nodes:
+                    free_now[n] -= share
+                taken.append(found)
+            else:
+                profile.take(now, now + run, nodes, share)
             starts.append((job.job_id, nodes))
             continue
         if len(reservations) < depth:
+            if profile is None:
+                profile = Profile.of(view)
+                for nodes, share, run in taken:
+                    profile.take(now, now + run, nodes, share)
             slot = reserve(job, cluster, groups, placement, profile, view)
             if slot is not None:
                 reservations.append((job.job_id, slot[0], slot[1]))

@@ -42,10 +42,10 @@ def job_specs(rows) -> list[JobSpec]:
     return [JobSpec(str(i), s, d, float(g), 1) for i, (s, d, g) in enumerate(rows)]
 
 
-def run_simsched(specs: list[JobSpec], nodes: int, backfill: bool) -> list[float]:
+def run_simsched(specs: list[JobSpec], nodes: int, backfill: bool, reserve: str = "none") -> list[float]:
     """Engine construction (job records, SimPy processes) and the run, fifo + best_fit."""
     fleet = Fleet((ClusterSpec("c0", (NodeGroup(nodes, 8, "V100"),)),), builtin_gpu_types())
-    scheduler = QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home(), backfill)
+    scheduler = QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home(), backfill, reserve=reserve)
     engine = Engine(fleet, specs, scheduler, EngineConfig())
     engine.run()
     return engine.jobs.first_start.tolist()  # the store's column: no record rebuilt per job (timed)
@@ -95,8 +95,13 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--load", type=float, default=0.9)
     p.add_argument("--backfill", action="store_true", help="backfill instead of strict FIFO")
+    p.add_argument("--reserve", choices=("easy", "conservative"),
+                   help="also time simsched with this backfill mode (reservations) on the same workload, "
+                        "against simsched's greedy backfill and the heapq loop (start times differ by design)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
+    if args.reserve:
+        return reserve_ratio(args)
     rows = workload(args.jobs, args.nodes, args.load)
     specs = job_specs(rows)
     t0 = time.perf_counter()
@@ -120,6 +125,37 @@ def main() -> int:
         print(f"simsched: {result['simsched_jobs_per_s']:,.0f} jobs/s   heapq loop: "
               f"{result['heapq_jobs_per_s']:,.0f} jobs/s   simsched is {result['slowdown_vs_heapq']:.1f}x slower "
               f"(same start times for all {args.jobs:,} jobs)")
+    return 0
+
+
+def reserve_ratio(args) -> int:
+    """Warm-up run first (imports, caches), then greedy simsched, the reservation mode, and the heapq
+    loop on one workload; figures are warm wall times of this one process."""
+    rows = workload(args.jobs, args.nodes, args.load)
+    specs = job_specs(rows)
+    run_simsched(job_specs(rows[:2000]), args.nodes, True, args.reserve)  # warm-up
+    t0 = time.perf_counter()
+    greedy = run_simsched(specs, args.nodes, True)
+    t1 = time.perf_counter()
+    reserved = run_simsched(specs, args.nodes, True, args.reserve)
+    t2 = time.perf_counter()
+    base = run_heapq(rows, args.nodes, True)
+    t3 = time.perf_counter()
+    if greedy != base:
+        print("MISMATCH: greedy simsched and the heapq loop disagree", file=sys.stderr)
+        return 1
+    waits = np.array(reserved) - np.array([r[0] for r in rows])
+    greedy_waits = np.array(greedy) - np.array([r[0] for r in rows])
+    result = {"jobs": args.jobs, "mode": args.reserve, "greedy_s": t1 - t0, "reserve_s": t2 - t1, "heapq_s": t3 - t2,
+              "reserve_vs_greedy": (t2 - t1) / (t1 - t0), "reserve_vs_heapq": (t2 - t1) / (t3 - t2),
+              "max_wait_greedy_s": float(greedy_waits.max()), "max_wait_reserve_s": float(waits.max())}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"warm, one process: greedy {result['greedy_s']:.1f} s, {args.reserve} {result['reserve_s']:.1f} s "
+              f"({result['reserve_vs_greedy']:.2f}x greedy, {result['reserve_vs_heapq']:.2f}x the heapq loop's "
+              f"{result['heapq_s']:.1f} s); max wait {result['max_wait_greedy_s']:,.0f} s greedy, "
+              f"{result['max_wait_reserve_s']:,.0f} s {args.reserve}")
     return 0
 
 
