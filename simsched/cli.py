@@ -204,11 +204,6 @@ def _new(argv: list[str]) -> int:
     return 0
 
 
-COMPARE_OUTPUTS = ("compare.csv", "compare_runs.csv", "compare.md", "compare_runs.partial.jsonl", "PARTIAL",
-                   "jobs/index.csv")
-RUN_OUTPUTS = ("jobs.csv", "events.csv", "nodes.csv", "spells.csv", "timeline.csv", "summary.json", "PARTIAL")
-
-
 def _run(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)  # before the heavy imports: --help stays fast
     if args.json:  # stdout carries the JSON alone: whatever a policy prints goes to stderr
@@ -232,9 +227,6 @@ def _run_parsed(args: argparse.Namespace, stdout) -> int:
     if args.out:
         check_out_dir(args.out)
     scenario = _with_settings(_with_flags(load_scenario(args.scenario), args), args)
-    if args.out:
-        from simsched.sacred import refuse_overwrite, scenario_inputs
-        refuse_overwrite("python -m simsched", "--out", args.out, scenario_inputs(scenario), RUN_OUTPUTS)
     console = wide_console(stderr=True, minimum=160)  # piped: the progress line and warnings are not cut
     quiet = args.quiet or args.json
     ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
@@ -446,9 +438,6 @@ def _compare(argv: list[str]) -> int:
         raise InputError("python -m simsched compare: --resume needs --out DIR (the interrupted comparison's folder)")
     if args.out:
         check_out_dir(args.out)
-        from simsched.sacred import refuse_overwrite, scenario_file_inputs
-        refuse_overwrite("python -m simsched compare", "--out", args.out, scenario_file_inputs(args.scenario),
-                         COMPARE_OUTPUTS)
     schedulers = None
     if args.schedulers is not None:
         schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]

@@ -72,9 +72,6 @@ def learn_command(argv: list[str]) -> int:
     if args.address and args.executor != "ray":
         raise InputError("python -m simsched learn: --address needs --executor ray")
     out = check_out_file(args.out)
-    from simsched.sacred import refuse_overwrite, scenario_file_inputs
-    refuse_overwrite("python -m simsched learn", "--out", out, scenario_file_inputs(args.scenario))
-    refuse_overwrite("python -m simsched learn", "--out", checkpoint_path(out), scenario_file_inputs(args.scenario))
     config = learn_config(args.scenario, population=args.population, generations=args.generations,
                           alpha=args.alpha, train=args.train, validation=args.validation, jobs=args.jobs,
                           seed=args.seed, instances=args.instances, instance_seed=args.instance_seed)

@@ -76,10 +76,6 @@ def _train(argv: list[str]) -> int:
     out = Path(args.out)
     if not out.parent.is_dir():
         raise InputError(f"python -m simsched rl train: --out: folder {out.parent} does not exist")
-    from simsched.sacred import refuse_overwrite, scenario_file_inputs
-    inputs = scenario_file_inputs(args.scenario)
-    for target in (out, checkpoint_path(out)):
-        refuse_overwrite("python -m simsched rl train", "--out", target, inputs)
     flags = {"episodes": args.episodes, "batch": args.batch, "learning_rate": args.lr, "rollouts": args.rollouts,
              "validation": args.validation, "eval_every": args.eval_every, "top_k": args.top_k,
              "order": args.order, "reward": args.reward, "jobs": args.jobs, "seed": args.seed}
