@@ -65,7 +65,13 @@ class FolderLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            holder = _holder(os.pread(fd, 512, 0).decode("utf-8", "replace"))
+            # the holder writes its name just after it takes the lock: give it a moment to appear
+            holder = None
+            for _ in range(40):
+                holder = _holder(os.pread(fd, 512, 0).decode("utf-8", "replace"))
+                if holder:
+                    break
+                time.sleep(0.025)
             os.close(fd)
             who = (f"pid {holder[0]} on {holder[1]} since {holder[2]}" if holder
                    else "another simsched process")
