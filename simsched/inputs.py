@@ -110,3 +110,9 @@ def check_outputs(files: Iterable[str | Path] = (), folders: Iterable[str | Path
             if path == resolved or resolved in path.parents:
                 raise InputError(f"{flag} {folder}: this command writes into that folder, which holds the "
                                  f"{what} {path} that it reads; choose another {flag}")
+
+
+def missing_or_irregular(path: str | Path) -> str:
+    """Why ``path`` cannot be read as an input file: "not found", or "not a regular file
+    (a folder, device or pipe)" for a FIFO, /dev/zero or a folder, which are never read."""
+    return "not a regular file (a folder, device or pipe)" if Path(path).exists() else "not found"

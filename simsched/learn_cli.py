@@ -84,7 +84,7 @@ def learn_command(argv: list[str]) -> int:
     note_read(args.scenario, "scenario")
     scenario_inputs(load_scenario(args.scenario))  # its trace and policy files, read later by learn()
     check_outputs([out, ckpt])
-    if args.resume and not ckpt.is_file() and not args.quiet:
+    if args.resume and not ckpt.exists() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first generation")
     kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume,
                   objective_fn=FITNESS_ENGINES[args.fitness_engine])

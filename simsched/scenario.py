@@ -37,7 +37,7 @@ else:  # pragma: no cover
 
 from simsched import limits
 from simsched.errors import InputError, did_you_mean
-from simsched.inputs import note_read
+from simsched.inputs import missing_or_irregular, note_read
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.params import Params
 from simsched.workloads.registry import ReadContext
@@ -329,7 +329,7 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
         file = p.get_path("file", base)
         p.finish()
         if not file.is_file():
-            raise p.error("file", f"cluster file {file} not found")
+            raise p.error("file", f"cluster file {file} {missing_or_irregular(file)}")
         if file.resolve() in chain:
             cycle = " -> ".join(str(f) for f in (*chain[chain.index(file.resolve()):], file.resolve()))
             raise p.error("file", f"cluster files include each other in a cycle: {cycle}")
@@ -391,7 +391,7 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
     if p.has("file"):
         file = p.get_path("file", base)
         if not file.is_file():
-            raise p.error("file", f"workload file {file} not found")
+            raise p.error("file", f"workload file {file} {missing_or_irregular(file)}")
         table = p.rest(("file",))
         inherited, file = _workload_file(file, p, (path.resolve(),))
         merged = {**inherited, **table}
@@ -468,7 +468,7 @@ def _workload_file(file: Path, p: Params, chain: tuple[Path, ...]) -> tuple[dict
     inner = Params(inherited, "workload", file)
     nested = inner.get_path("file", file.parent)
     if not nested.is_file():
-        raise inner.error("file", f"workload file {nested} not found")
+        raise inner.error("file", f"workload file {nested} {missing_or_irregular(nested)}")
     base, holder = _workload_file(nested, inner, (*chain, file.resolve()))
     own = {k: v for k, v in inherited.items() if k != "file"}
     return {**base, **own}, (file if "path" in own else holder)

@@ -498,7 +498,7 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
     with TaskRunner(executor, workers, address) as runner:
         fitness = _Fitness(runner, scenario_path, config, objective_fn, report)
         state = None
-        if resume and ckpt is not None and ckpt.is_file():
+        if resume and ckpt is not None and ckpt.exists():  # a FIFO or device is refused, not skipped
             state = _read_checkpoint(ckpt, config, scenario.digest)
             if state.generation > config.generations:
                 raise InputError(f"{ckpt}: already at generation {state.generation}, beyond --generations "

@@ -420,6 +420,8 @@ def load_priority(name_or_path: str | Path) -> nx.DiGraph:
         return parse(BUILTIN[text])
     path = Path(text)
     if path.suffix.lower() == ".json" or path.is_file():
+        if path.exists() and not path.is_file():  # a folder, FIFO or device (/dev/zero): never read it
+            raise InputError(f"{text}: not a regular file (a folder, device or pipe); give a priority .json file")
         if not path.is_file():
             raise InputError(f"priority file {text!r} not found; built-ins: {', '.join(BUILTIN)}")
         note_read(path, "priority file")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.inputs import note_read
+from simsched.inputs import missing_or_irregular, note_read
 from simsched.policies.base import Decision, Scheduler, Start
 from simsched.policies.readonly import ReadOnlyPolicy
 
@@ -205,7 +205,7 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
     if where.endswith(".py"):
         path = _policy_path(ref, base_dir)
         if not path.is_file():
-            raise InputError(f"{file}: scheduler.policy: policy file {path} not found")
+            raise InputError(f"{file}: scheduler.policy: policy file {path} {missing_or_irregular(path)}")
         note_read(path, "policy file")
         module_name = f"simsched_user_{path.stem}_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(module_name, path)

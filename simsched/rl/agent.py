@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from simsched.errors import InputError
-from simsched.inputs import note_read
+from simsched.inputs import missing_or_irregular, note_read
 from simsched.rl.features import CANDIDATE_FEATURES, GLOBAL_TAIL, FleetShape, ObsConfig
 
 FORMAT = "simsched-rl-linear/1"
@@ -102,7 +102,7 @@ class LinearAgent:
         """Read an agent file; a missing, foreign or damaged file is an :class:`InputError`."""
         path = Path(path)
         if not path.is_file():
-            raise InputError(f"{path}: agent file not found (train one with `python -m simsched rl train`)")
+            raise InputError(f"{path}: agent file {missing_or_irregular(path)} (train one with `python -m simsched rl train`)")
         note_read(path, "agent file")
         try:
             with np.load(path, allow_pickle=False) as data:

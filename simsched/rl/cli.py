@@ -93,7 +93,7 @@ def _train(argv: list[str]) -> int:
     note_read(args.scenario, "scenario")
     scenario_inputs(load_scenario(args.scenario))  # its workload files and policy too
     check_outputs([out, ckpt])
-    if args.resume and not ckpt.is_file() and not args.quiet:
+    if args.resume and not ckpt.exists() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first update")
     try:
         if args.quiet:

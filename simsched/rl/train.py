@@ -195,6 +195,8 @@ def _read_checkpoint(ckpt: Path, key: str, size: int, updates: int) -> dict:
     def bad(why: str) -> InputError:
         return InputError(f"{ckpt}: not a usable rl train checkpoint: {why}; delete it to start afresh")
 
+    if not ckpt.is_file():  # a FIFO or device (/dev/zero) would be read forever
+        raise bad("not a regular file (a folder, device or pipe)")
     try:
         with np.load(ckpt, allow_pickle=False) as data:
             fields = {name: data[name] for name in ("key", "params", "m", "v", "t", "update", "best",
@@ -265,7 +267,7 @@ def train(scenario: str | Path, config: TrainConfig, *, out: str | Path, workers
     best = agent.parameters()
     best_jct: float | None = None
     history: list[dict] = []
-    if resume and ckpt.is_file():
+    if resume and ckpt.exists():  # an irregular file is refused in _read_checkpoint, not skipped
         note_read(ckpt, "checkpoint")
         saved = _read_checkpoint(ckpt, key, agent.parameters().size, config.updates)
         agent.set_parameters(saved["params"])

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from simsched.errors import InputError
+from simsched.inputs import missing_or_irregular
 from simsched.model import Fleet
 from simsched.workloads import transforms
 from simsched.workloads.registry import CLUSTER_BUILDERS, GENERATORS, READERS, Params, ReadContext
@@ -89,7 +90,7 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     else:
         if not spec.path.is_file() and not spec.path.is_dir():
             hint = f"; {spec.download_hint}" if spec.download_hint else ""
-            raise InputError(f"{spec.params_file}: workload.path: trace file {spec.path} not found{hint}")
+            raise InputError(f"{spec.params_file}: workload.path: trace file {spec.path} {missing_or_irregular(spec.path)}{hint}")
         source = "csv" if spec.source == "csv" else spec.source
         try:
             df = readers_registry()[source](spec.path, params, ctx)
