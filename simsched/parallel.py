@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
@@ -30,6 +31,9 @@ from simsched.errors import InputError
 from simsched.interrupts import worker_setup
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
+#: tasks :meth:`TaskRunner.imap_unordered` keeps in flight on Ray (at least; 4 per cluster CPU on a
+#: bigger cluster): the driver's memory then depends on the cluster, not on the number of tasks
+RAY_WINDOW = 256
 
 
 class TaskRunner:
@@ -51,6 +55,7 @@ class TaskRunner:
         self.retries = 0  # Ray tasks retried because their node or worker died
         self.ray_messages: list[str] = []  # what the Ray cluster told the driver (not printed)
         self._restore_printer: Callable[[], None] | None = None
+        self._status: tuple[float, str] | None = None  # (monotonic time, text) of the last cluster_status
 
     def __enter__(self) -> TaskRunner:
         if self.executor == "ray":
@@ -173,11 +178,31 @@ class TaskRunner:
                 on_result(len(results))
         return results
 
-    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator[tuple[int, Any]]:
+    def cluster_status(self) -> str | None:
+        """``"N nodes, R running, K retried"`` while Ray runs the tasks (nodes alive, CPUs busy, tasks
+        retried so far), asked of the cluster at most once a second; None on local processes."""
+        if self._ray is None:
+            return None
+        now = time.monotonic()
+        if self._status is None or now - self._status[0] >= 1.0:
+            try:
+                nodes = sum(1 for node in self._ray.nodes() if node.get("Alive"))
+                busy = self._ray.cluster_resources().get("CPU", 0) - self._ray.available_resources().get("CPU", 0)
+            except Exception:  # noqa: BLE001 - the cluster is changing (a node dying); keep the last status
+                return self._status[1] if self._status else None
+            self._status = (now, f"{nodes} node{'s' * (nodes != 1)}, {max(0, round(busy))} running, "
+                                 f"{self.retries} retried")
+        return self._status[1]
+
+    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple],
+                       on_wait: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
         """``(index, fn(*tasks[index]))`` for every task, as each finishes (in task order when serial).
 
         For callers that record each result as soon as it exists (``simsched experiment``);
-        they put results back in task order themselves.
+        they put results back in task order themselves. On Ray, ``on_wait()`` is called about once a
+        second while no task finishes (for live progress: a lost node can stall results for seconds).
+        Ray gets at most :data:`RAY_WINDOW` tasks at a time, and a task's result is released once
+        yielded, so the driver's memory stays flat however many tasks there are.
         """
         if not tasks:
             return
@@ -185,12 +210,18 @@ class TaskRunner:
             if self._ray is None:
                 self._start_ray()
             remote = self._ray.remote(fn)
-            index = {ref: i for i, ref in enumerate(remote.remote(*task) for task in tasks)}
-            pending = list(index)
-            while pending:
-                ready, pending = self._ray.wait(pending, num_returns=1)
+            window = max(RAY_WINDOW, 4 * int(self._ray.cluster_resources().get("CPU", 0)))
+            index: dict[Any, int] = {}  # the tasks in flight; a finished one is dropped, so Ray frees it
+            submitted = 0
+            while submitted < len(tasks) or index:
+                while submitted < len(tasks) and len(index) < window:
+                    index[remote.remote(*tasks[submitted])] = submitted
+                    submitted += 1
+                ready, _ = self._ray.wait(list(index), num_returns=1, timeout=1.0 if on_wait else None)
+                if not ready and on_wait:
+                    on_wait()
                 for ref in ready:
-                    yield index[ref], self._ray.get(ref)
+                    yield index.pop(ref), self._ray.get(ref)
             return
         if self.workers == 1:
             for i, task in enumerate(tasks):

@@ -5,7 +5,9 @@ reaches the terminal."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -119,3 +121,63 @@ def test_a_driver_killed_mid_experiment_resumes_without_running_anything_twice(t
     got = results.set_index("run_id").loc[serial.results["run_id"]].reset_index()
     pd.testing.assert_frame_equal(got.drop(columns="wall_s"), serial.results.drop(columns="wall_s"),
                                   check_dtype=False)
+
+
+def test_live_progress_names_the_nodes_the_running_tasks_and_the_retries(tmp_path: Path, cluster) -> None:
+    nodes, _ = cluster
+    (tmp_path / "a.toml").write_text(SCENARIO)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    seen: list[str] = []
+    run = run_experiment(load_spec(tmp_path / "spec.toml"), tmp_path / "out", executor="ray",
+                         address=nodes.address, status=seen.append)
+    assert len(run.results) == 24
+    assert seen and all(re.fullmatch(r"3 nodes, [0-2] running, 0 retried", line) for line in seen), seen
+    assert any(not line.startswith("3 nodes, 0 ") for line in seen), seen  # a task was seen running
+
+
+LEARN_SCENARIO = """name = "tiny"
+seed = 3
+[[cluster]]
+name = "a"
+nodes = [{ count = 1, gpus = 8, gpu_type = "V100" }]
+[[cluster]]
+name = "b"
+nodes = [{ count = 2, gpus = 8, gpu_type = "V100" }]
+[workload]
+source = "synthetic"
+generator = "paper"
+jobs_per_node = 4
+[scheduler]
+policy = "fifo"
+"""
+
+
+def test_a_worker_node_killed_mid_learn_changes_nothing_in_the_learned_function(tmp_path: Path, cluster) -> None:
+    from simsched.evo.learn import LearnConfig, checkpoint_path, learn
+
+    nodes, workers = cluster
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(LEARN_SCENARIO)
+    small = dict(population=12, generations=6, alpha=2, train=4, validation=2, seed=5)
+    out = tmp_path / "learned.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    driver = subprocess.Popen([sys.executable, "-m", "simsched", "learn", str(scenario), "--out", str(out),
+                               "--executor", "ray", "--address", nodes.address, "--quiet",
+                               *(f"--{key}={value}" for key, value in small.items())],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ckpt = checkpoint_path(out)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and driver.poll() is None and not ckpt.exists():
+        time.sleep(0.05)  # the checkpoint of generation 0: learning is under way
+    killed_mid_run = driver.poll() is None
+    nodes.remove_node(workers[0], allow_graceful=False)  # its raylet and workers die with their tasks
+    stdout, stderr = driver.communicate(timeout=300)
+    assert killed_mid_run, "learning ended before a node could be killed; make it longer"
+    assert driver.returncode == 0, stderr
+    assert stdout == "" and stderr == "", (stdout, stderr)
+    serial = learn(scenario, LearnConfig(**small), out=tmp_path / "serial.json", workers=1)
+    on_ray = json.loads(out.read_text())
+    alone = json.loads((tmp_path / "serial.json").read_text())
+    assert on_ray["meta"]["history"] == alone["meta"]["history"] == serial.meta["history"]
+    assert on_ray["meta"]["validation"] == alone["meta"]["validation"]
+    assert {k: v for k, v in on_ray.items() if k != "meta"} == {k: v for k, v in alone.items() if k != "meta"}

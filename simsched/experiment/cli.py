@@ -79,7 +79,8 @@ def experiment_command(argv: list[str]) -> int:
             with Progress(console=err, transient=True) as bar:
                 task = bar.add_task(f"{spec.name}: runs", total=None)
                 run = run_experiment(spec, out, **where,
-                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
+                                     progress=lambda done, total: bar.update(task, completed=done, total=total),
+                                     status=lambda text: bar.update(task, description=f"{spec.name}: runs ({text})"))
     except ExperimentInterrupted as exc:
         print(str(exc), file=sys.stderr)
         return exc.code

@@ -108,12 +108,14 @@ class ExperimentRun:
 def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None = None,
                    executor: str = "local", address: str | None = None, resume: bool = False,
                    progress: Callable[[int, int], None] | None = None,
-                   notify: Callable[[str], None] | None = None) -> ExperimentRun:
+                   notify: Callable[[str], None] | None = None,
+                   status: Callable[[str], None] | None = None) -> ExperimentRun:
     """Run every task of ``spec`` not yet in the store under ``out`` and return all rows.
 
     The folder is locked for the call (:class:`~simsched.experiment.lock.FolderLock`): a second
     invocation on it fails at once. ``notify`` gets each warning line (a stale lock taken over, a
-    torn or rejected results row, a duplicate refused).
+    torn or rejected results row, a duplicate refused). ``status`` gets the Ray cluster's state for live
+    progress ("2 nodes, 2 running, 1 retried") as runs end and about once a second between them.
 
     Raises :class:`ExperimentInterrupted` on Ctrl-C after recording every run that finished.
     """
@@ -125,7 +127,7 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
         if lock.warning and notify:
             notify(lock.warning)
         return _run_locked(spec, tasks, out, workers=workers, executor=executor, address=address,
-                           resume=resume, progress=progress, notify=notify)
+                           resume=resume, progress=progress, notify=notify, status=status)
 
 
 #: the files an experiment writes into its folder (with jobs/ and plots/): no input may be one of them
@@ -156,7 +158,8 @@ def _identity_text(task: RunTask) -> tuple[str, ...]:
 def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, workers: int | None,
                 executor: str, address: str | None, resume: bool,
                 progress: Callable[[int, int], None] | None,
-                notify: Callable[[str], None] | None) -> ExperimentRun:
+                notify: Callable[[str], None] | None,
+                status: Callable[[str], None] | None = None) -> ExperimentRun:
     store = ResultStore(out, spec.sweep_keys)
     finished = store.open(resume, {task.run_id: _identity_text(task) for task in tasks})
     _tell(store, notify)
@@ -174,7 +177,13 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
         progress(skipped, len(tasks))
     try:
         with TaskRunner(executor, workers, address) as runner:
-            for _, row in runner.imap_unordered(execute, [(task,) for task in todo]):
+            def tell_status() -> None:
+                text = runner.cluster_status() if status else None
+                if text:
+                    status(text)
+
+            for _, row in runner.imap_unordered(execute, [(task,) for task in todo],
+                                                on_wait=tell_status if status else None):
                 if row["partial"]:  # the run was interrupted (Ctrl-C reached Engine.run): never recorded
                     raise KeyboardInterrupt
                 with deferred():  # a signal now waits until the run's records are complete
@@ -185,6 +194,7 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
                     raise KeyboardInterrupt
                 if progress:
                     progress(skipped + recorded, len(tasks))
+                tell_status()
             retries = runner.retries
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (simsched.interrupts)
         raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out), exit_code(exc)) from None
