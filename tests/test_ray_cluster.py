@@ -181,3 +181,39 @@ def test_a_worker_node_killed_mid_learn_changes_nothing_in_the_learned_function(
     assert on_ray["meta"]["history"] == alone["meta"]["history"] == serial.meta["history"]
     assert on_ray["meta"]["validation"] == alone["meta"]["validation"]
     assert {k: v for k, v in on_ray.items() if k != "meta"} == {k: v for k, v in alone.items() if k != "meta"}
+
+
+def test_an_experiment_whose_files_the_workers_cannot_see_completes_with_the_serial_tables(
+        tmp_path: Path, cluster, monkeypatch) -> None:
+    """The tasks carry the resolved scenario (a generated workload): the driver reads the spec folder
+    while it plans, and no node reads it after. Here the folder is deleted once the plan is made,
+    before the first task reaches Ray, so no worker could have read it."""
+    import shutil
+
+    import simsched.experiment.runner as runner_module
+    from simsched.experiment.stats import compute
+    from simsched.parallel import TaskRunner
+
+    nodes, _ = cluster
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "a.toml").write_text(SCENARIO)
+    (checkout / "spec.toml").write_text(SPEC)
+    spec = load_spec(checkout / "spec.toml")
+    serial = run_experiment(spec, tmp_path / "serial", workers=1)
+
+    class FolderGoneFirst(TaskRunner):
+        def __enter__(self) -> TaskRunner:
+            shutil.rmtree(checkout)  # after the plan, before any task is submitted
+            return super().__enter__()
+
+    monkeypatch.setattr(runner_module, "TaskRunner", FolderGoneFirst)
+    on_ray = run_experiment(spec, tmp_path / "ray", executor="ray", address=nodes.address)
+    assert not checkout.exists() and len(on_ray.results) == 24
+    pd.testing.assert_frame_equal(on_ray.results.drop(columns="wall_s"), serial.results.drop(columns="wall_s"),
+                                  check_dtype=False)
+    same_wall = serial.results["wall_s"]  # the only column that may differ: the tables use the rest
+    ours = compute(on_ray.results.assign(wall_s=same_wall), spec)
+    theirs = compute(serial.results, spec)
+    for name in ("cases", "summary", "instance_ranks", "tests"):
+        pd.testing.assert_frame_equal(getattr(ours, name), getattr(theirs, name))
