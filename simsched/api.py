@@ -17,17 +17,18 @@ import simpy
 import simsched
 from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, FleetState, Progress
-from simsched.errors import DecisionError
+from simsched.errors import DecisionError, InputError
 from simsched.eventlog import EventLog
 from simsched.feasibility import InfeasibleReport, infeasible_report
 from simsched.jobstore import JobStore
 from simsched.metrics import jobs_frame, summarize
-from simsched.model import Fleet
+from simsched.model import MILLI, Fleet
 from simsched.policies import Scheduler, build_scheduler, effective_allocation
 from simsched.policies.readonly import guard
 from simsched.policies.user import UserPolicy
 from simsched.scenario import Scenario, load_scenario
 from simsched.seeding import stream
+from simsched.tenancy import Tenancy
 from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
@@ -228,16 +229,65 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
                                     weights=scenario.objective_weights, objective=scenario.objective)
     _check_rounds(scenario, fleet, specs, spec.interval_s or getattr(scheduler, "interval_s", None))
+    check_tenants(scenario, fleet, table)
+    tenancy = None
+    if spec.quota != "none":
+        from simsched.policies.placement import PLACEMENTS
+        from simsched.policies.quota import QuotaScheduler
+
+        tenancy = build_tenancy(fleet, spec.quota, spec.reclaim)
+        scheduler = QuotaScheduler(scheduler, spec.quota, spec.reclaim, PLACEMENTS[spec.placement]())
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,
         restart_penalty_s=spec.restart_penalty_s,
         interval_s=spec.interval_s,
-    ))
+    ), tenancy)
     infeasible = infeasible_report(engine)
     if infeasible is not None:
         warnings += (infeasible.message(),)
     return Simulation(scenario, engine, skipped, wall, label, warnings, infeasible)
+
+
+def build_tenancy(fleet: Fleet, mode: str, reclaim: str) -> Tenancy:
+    """The engine's quota ledger for ``fleet`` (simsched.tenancy)."""
+    capacity = [c.total_gpus * MILLI for c in fleet.clusters]
+    by_type = []
+    for cluster in fleet.clusters:
+        types: dict[str, int] = {}
+        for group in cluster.nodes:
+            types[group.gpu_type] = types.get(group.gpu_type, 0) + group.count * group.gpus * MILLI
+        by_type.append(types)
+    return Tenancy(fleet.clusters, capacity, mode, reclaim, by_type)
+
+
+def check_tenants(scenario: Scenario, fleet: Fleet, table: pd.DataFrame) -> None:
+    """Quotas against the workload and the fleet as it runs (after --nodes-per-type): a quota
+    above capacity, a tenant no job has, or a quota mode without quotas is bad input."""
+    spec = scenario.scheduler
+    limited = [c for c in fleet.clusters if c.tenants or c.quota_schedule is not None]
+    if spec.quota != "none" and not limited:
+        raise InputError(f'{scenario.path}: scheduler.quota = "{spec.quota}" needs tenants\' quotas: give a '
+                         '[[cluster]] [[cluster.tenant]] tables (name, gpus) or a quota_file')
+    present = set(table["tenant"].dropna().astype(str)) if "tenant" in table else set()
+    for cluster in limited:
+        names = cluster.quota_schedule.tenants if cluster.quota_schedule is not None else \
+            tuple(t.name for t in cluster.tenants)
+        total = sum(t.total for t in cluster.tenants)
+        if total > cluster.total_gpus + 1e-9:
+            raise InputError(f"{scenario.path}: cluster {cluster.name!r}: the tenants' quotas add up to {total:g} "
+                             f"GPUs, above its {cluster.total_gpus} GPUs (after --nodes-per-type)")
+        if cluster.quota_schedule is not None:
+            most = max(sum(row) for row in cluster.quota_schedule.gpus)
+            if most > cluster.total_gpus + 1e-9:
+                raise InputError(f"{cluster.quota_schedule.source}: quotas add up to {most:g} GPUs on some day, above "
+                                 f"the {cluster.total_gpus} GPUs of cluster {cluster.name!r} (after --nodes-per-type)")
+        absent = [name for name in names if name not in present]
+        if absent and cluster.quota_schedule is None:
+            shown = ", ".join(sorted(present)[:12]) + (" ..." if len(present) > 12 else "") if present else "none"
+            raise InputError(f"{scenario.path}: cluster {cluster.name!r}: tenant {absent[0]!r} has a quota but no job "
+                             f"of the workload belongs to it (tenants in the workload: {shown}); remove its quota "
+                             "or keep jobs of it (workload.jobs_limit, vcs, tenant_mix)")
 
 
 def after_run_warnings(summary: dict) -> list[str]:

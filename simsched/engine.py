@@ -54,6 +54,7 @@ from simsched.jobstore import (
 )
 from simsched.model import MILLI, Fleet, JobSpec, speed_factor, to_milli, worker_share
 from simsched.policies.base import Decision, Option, Scheduler
+from simsched.tenancy import Tenancy
 
 __all__ = ["DONE", "INFEASIBLE", "PENDING", "QUEUED", "RUNNING", "UNFINISHED", "UNSCHEDULED", "Engine", "EngineConfig",
            "JobRecord", "View"]
@@ -113,13 +114,14 @@ class View:
     all of them, and the queue may hold thousands of jobs.
     """
 
-    __slots__ = ("now", "fleet", "free", "_queue", "_queue_tuple", "_running", "_running_tuple")
+    __slots__ = ("now", "fleet", "free", "_queue", "_queue_tuple", "_running", "_running_tuple", "tenants")
 
     def __init__(self, now: float, fleet: FleetState, queue: dict[str, JobRecord],
-                 running: dict[str, JobRecord], free: Sequence[int]) -> None:
+                 running: dict[str, JobRecord], free: Sequence[int], tenants: Tenancy | None = None) -> None:
         self.now = now
         self.fleet = fleet
         self.free = free
+        self.tenants = tenants  # quotas and usage per tenant (simsched.tenancy), None without quotas
         self._queue = queue
         self._queue_tuple: tuple[JobRecord, ...] | None = None
         self._running = running
@@ -236,6 +238,17 @@ def periodic_rounds(env: simpy.Environment, engine: Engine, interval_s: float):
         engine.request_decision()
 
 
+def quota_changes(env: simpy.Environment, engine: Engine, times: Sequence[float]):
+    """Asks for a decision whenever dated quotas change, while jobs are outstanding."""
+    for at in times:
+        if at <= env.now:
+            continue
+        if engine.outstanding <= 0:
+            return
+        yield env.timeout(at - env.now)
+        engine.request_decision()
+
+
 def _event_at(env: simpy.Environment, when: float) -> Event:
     """A timeout that fires at exactly ``when``. ``env.timeout(delay)`` fires at ``now + delay``,
     and with ties rounded to even some float times are no such sum; this schedules the event as
@@ -311,7 +324,7 @@ class Engine:
     """Holds the SimPy environment, node containers, queue and job records."""
 
     def __init__(self, fleet: Fleet, jobs: Sequence[JobSpec], scheduler: Scheduler,
-                 config: EngineConfig = EngineConfig()) -> None:
+                 config: EngineConfig = EngineConfig(), tenancy: Tenancy | None = None) -> None:
         self.env = simpy.Environment()
         self.fleet = fleet
         self.config = config
@@ -352,6 +365,9 @@ class Engine:
         self._quiet_always = False  # the last decision found nothing queued or running
         self.rounds = 0  # periodic rounds so far, skipped ones too
         self._arrivals: tuple[array, list[bool]] | None = None  # see _arrival_table
+        self.tenancy = tenancy  # tenants' quotas and usage; None: nobody is limited (quota = "none")
+        if tenancy is not None and tenancy.change_times:
+            self.env.process(quota_changes(self.env, self, tenancy.change_times))
         if interval:
             rounds = skipping_rounds if callable(self._quiet) else periodic_rounds
             self.env.process(rounds(self.env, self, float(interval)))
@@ -451,13 +467,17 @@ class Engine:
         self._quiet_always = not self.queue and not self.running
         if self._quiet_always:
             return
-        view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free))
+        tenancy = self.tenancy
+        if tenancy is not None:
+            tenancy.update(self.env.now)
+        view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free), tenancy)
         decision = self.scheduler.decide(view)
         self.decisions += 1
         if decision.preempts or decision.starts:
             self.apply(decision)
             if self._quiet is not None:  # quiet_until is asked about the state the decision left
-                self._quiet_view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free))
+                self._quiet_view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free),
+                                        tenancy)
         else:
             self._quiet_view = view
 
@@ -603,6 +623,8 @@ class Engine:
         if not job.clusters or job.clusters[-1] != option.cluster:
             job.clusters.append(option.cluster)
         job.gpu_type_used = option.gpu_type
+        if self.tenancy is not None:
+            self.tenancy.hold(job.tenant, option.cluster, option.gpu_type, share * job.workers)
         self.running[job.job_id] = job
         self.events.add(now, START, job.index, nodes)
         run_time = penalty + job.remaining_work / option.speed
@@ -635,6 +657,8 @@ class Engine:
 
     def _release(self, job: JobRecord) -> None:
         share = job.run_share
+        if self.tenancy is not None:
+            self.tenancy.release(job.tenant, job.running_cluster, job.gpu_type_used, share * job.workers)
         for n in job.running_nodes:
             self.free[n] += share
             self.containers[n].give(share)

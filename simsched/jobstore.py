@@ -47,13 +47,14 @@ class JobRecord:
         "home_cluster", "options", "remaining_work", "attained_service", "queued_since",
         "wait_so_far", "running_nodes", "running_cluster", "run_start", "run_speed", "run_share",
         "preemptions", "status", "first_start", "end", "clusters", "gpu_type_used",
-        "gpu_seconds", "wakeup", "process", "reason", "run_penalty", "queue_seq",
+        "gpu_seconds", "wakeup", "process", "reason", "run_penalty", "queue_seq", "tenant",
     )  # fmt: skip
 
     def __init__(self, job_id: str, index: int, submit: float, duration: float, gpus: float, workers: int,
                  weight: int, deadline: float | None, home_cluster: int | None,
-                 options: tuple[Option, ...]) -> None:
+                 options: tuple[Option, ...], tenant: str | None = None) -> None:
         self.job_id = job_id
+        self.tenant = tenant
         self.index = index
         self.submit = submit
         self.duration = duration
@@ -115,6 +116,9 @@ class JobStore(Sequence[JobRecord]):
         self.weight = np.fromiter((spec.weight for spec in specs), np.int64, n)
         self.deadline = np.fromiter((math.nan if spec.deadline is None else spec.deadline for spec in specs),
                                     np.float64, n)
+        # tenants as codes into self.tenants (code 0: no tenant)
+        self.tenants = _Codes(None)
+        self.tenant = np.fromiter((self.tenants.code(spec.tenant) for spec in specs), np.int32, n)
         self.option_sets: list[tuple[Option, ...]] = []
         codes: dict[tuple[Option, ...], int] = {}
         self.home = np.empty(n, np.int32)  # -1: none
@@ -159,7 +163,8 @@ class JobStore(Sequence[JobRecord]):
         # memoryviews of the columns: a Python float/int per item read or write, about 2x faster
         # than numpy scalar indexing, which the engine does ~30 times per job
         self._in = tuple(memoryview(c) for c in (self.submit, self.duration, self.gpus, self.workers,
-                                                 self.weight, self.deadline, self.home, self.option_set))
+                                                 self.weight, self.deadline, self.home, self.option_set,
+                                                 self.tenant))
         self._out = tuple(memoryview(c) for c in (
             self.status, self.first_start, self.end, self.wait_so_far, self.gpu_seconds, self.attained_service,
             self.remaining_work, self.queued_since, self.run_start, self.run_speed, self.run_penalty,
@@ -180,13 +185,13 @@ class JobStore(Sequence[JobRecord]):
         if job is None:
             if self._retired[i]:
                 return self._rebuilt(i)
-            submit, duration, gpus, workers, weight, deadline, home, option_set = self._in
+            submit, duration, gpus, workers, weight, deadline, home, option_set, tenant = self._in
             deadline = deadline[i]
             home = home[i]
             job = self.live[i] = JobRecord(
                 self.job_ids[i], i, submit[i], duration[i], gpus[i], workers[i], weight[i],
                 None if deadline != deadline else deadline, None if home < 0 else home,
-                self.option_sets[option_set[i]])
+                self.option_sets[option_set[i]], self.tenants.values[tenant[i]])
         return job
 
     def retire(self, job: JobRecord) -> None:
@@ -224,7 +229,8 @@ class JobStore(Sequence[JobRecord]):
         home = int(self.home[i])
         job = JobRecord(self.job_ids[i], i, float(self.submit[i]), float(self.duration[i]), float(self.gpus[i]),
                         int(self.workers[i]), int(self.weight[i]), None if deadline != deadline else deadline,
-                        None if home < 0 else home, self.option_sets[self.option_set[i]])
+                        None if home < 0 else home, self.option_sets[self.option_set[i]],
+                        self.tenants.values[self.tenant[i]])
         flags = int(self.flags[i])
 
         def time(column: np.ndarray, flag: int) -> float:
@@ -331,6 +337,7 @@ class JobStore(Sequence[JobRecord]):
             "status": np.array(STATUSES, dtype=object)[status],
             "reason": np.array(self.reasons.values, dtype=object)[reason],
             "home_cluster": homes[self.home + 1],
+            "tenant": np.array([t or "" for t in self.tenants.values], dtype=object)[self.tenant],
             "share": share,
         }
 

@@ -15,7 +15,7 @@ import pandas as pd
 JOB_OUTPUT_COLUMNS = (
     "job_id", "submit", "start", "end", "wait", "jct", "cluster", "gpu_type", "preemptions",
     "gpus", "workers", "weight", "duration", "deadline", "gpu_seconds", "status", "reason",
-    "home_cluster", "nodes", "share", "runs",
+    "home_cluster", "tenant", "nodes", "share", "runs",
 )  # fmt: skip
 
 
@@ -87,6 +87,7 @@ def jobs_frame(records: Sequence, cluster_names: Sequence[str],
         rows["status"].append(job.status)
         rows["reason"].append(job.reason)
         rows["home_cluster"].append("" if job.home_cluster is None else cluster_names[job.home_cluster])
+        rows["tenant"].append(getattr(job, "tenant", None) or "")
         rows["share"].append(job.run_share)
     rows["nodes"] = list(spell_nodes) if spell_nodes is not None else [""] * n
     rows["runs"] = np.asarray(runs if runs is not None else np.zeros(n), dtype=np.int64)

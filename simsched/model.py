@@ -61,11 +61,44 @@ class NodeGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class TenantQuota:
+    """A tenant's GPU quota in one cluster (SPEC §3): ``gpus`` in total, or ``per_type`` GPUs of
+    each listed type (a type not listed is quota 0 for the tenant). Counted in GPUs held."""
+
+    name: str
+    gpus: float | None = None
+    per_type: tuple[tuple[str, float], ...] | None = None
+
+    @property
+    def total(self) -> float:
+        return self.gpus if self.per_type is None else sum(g for _, g in self.per_type)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaSchedule:
+    """Quotas that change over time (a dated table such as Helios Earth's daily GPU numbers):
+    from ``times[k]`` (simulated seconds, ascending, the first 0) the tenants' GPUs are ``gpus[k]``."""
+
+    tenants: tuple[str, ...]
+    times: tuple[float, ...]
+    gpus: tuple[tuple[float, ...], ...]  # per time, one number per tenant
+    source: str = ""
+
+    def at(self, t: float) -> tuple[float, ...]:
+        from bisect import bisect_right
+
+        return self.gpus[max(0, bisect_right(self.times, t) - 1)]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSpec:
-    """A named set of nodes; it may mix GPU types."""
+    """A named set of nodes; it may mix GPU types. ``tenants`` (or a dated ``quota_schedule``)
+    give tenants GPU quotas in this cluster."""
 
     name: str
     nodes: tuple[NodeGroup, ...]
+    tenants: tuple[TenantQuota, ...] = ()
+    quota_schedule: QuotaSchedule | None = None
 
     @property
     def total_gpus(self) -> int:
@@ -87,7 +120,7 @@ def keep_nodes_per_type(clusters: tuple[ClusterSpec, ...], limit: int) -> tuple[
                 kept[group.gpu_type] = kept.get(group.gpu_type, 0) + count
                 groups.append(NodeGroup(count, group.gpus, group.gpu_type))
         if groups:
-            out.append(ClusterSpec(cluster.name, tuple(groups)))
+            out.append(ClusterSpec(cluster.name, tuple(groups), cluster.tenants, cluster.quota_schedule))
     return tuple(out)
 
 
@@ -115,6 +148,7 @@ class JobSpec:
     home_cluster: str | None = None
     gpu_type: str | None = None
     allowed_types: tuple[str, ...] | None = None
+    tenant: str | None = None  # the VC, user or group the job belongs to (SPEC §3 quotas)
 
     @property
     def gpus_per_worker(self) -> float:

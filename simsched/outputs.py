@@ -47,7 +47,7 @@ DTYPES: dict[str, dict[str, str]] = {
         "job_id": _STR, "submit": _FLOAT, "start": _FLOAT, "end": _FLOAT, "wait": _FLOAT, "jct": _FLOAT,
         "cluster": _STR, "gpu_type": _STR, "preemptions": _INT, "gpus": _FLOAT, "workers": _INT,
         "weight": _INT, "duration": _FLOAT, "deadline": _FLOAT, "gpu_seconds": _FLOAT, "status": _STR,
-        "reason": _STR, "home_cluster": _STR, "nodes": _STR, "share": _INT, "runs": _INT,
+        "reason": _STR, "home_cluster": _STR, "tenant": _STR, "nodes": _STR, "share": _INT, "runs": _INT,
     },
     "events.csv": {"time": _FLOAT, "event": _STR, "job_id": _STR, "detail": _STR},
     "nodes.csv": {"node": _INT, "cluster": _STR, "gpu_type": _STR, "capacity_milli": _INT},

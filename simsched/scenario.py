@@ -49,12 +49,12 @@ ALLOCATIONS = ("home", "round_robin", "random", "mct")
 WORKLOAD_COMMON = (
     "file", "source", "path", "generator", "jobs_limit", "time_window", "clusters", "strict",
     "synthesize_deadline", "synthesize_weight", "deadline_slack", "weight_range",
-    "reference_gpu_type", "load", "download_hint",
+    "reference_gpu_type", "load", "download_hint", "tenant_mix",
 )  # fmt: skip
 
 SCHEDULER_COMMON = (
     "policy", "placement", "backfill", "allocation", "heterogeneous", "interval_s",
-    "restart_penalty_s",
+    "restart_penalty_s", "quota", "reclaim",
 )  # fmt: skip
 BACKFILL_MODES = ("none", "greedy", "easy", "conservative")
 
@@ -78,6 +78,7 @@ class WorkloadSpec:
     reference_gpu_type: str | None = None
     load: float | None = None
     download_hint: str | None = None
+    tenant_mix: tuple[tuple[str, float], ...] | None = None  # tenant -> weight, for jobs without a tenant
     known_keys: tuple[str, ...] = WORKLOAD_COMMON  # read here; listed in the reader's "valid keys"
 
 
@@ -94,6 +95,8 @@ class SchedulerSpec:
     known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
     reserve: str = "none"  # backfill = "easy" | "conservative": reservations (SPEC §3)
     reserve_depth: int = 1  # easy: the first k jobs that cannot start get reservations
+    quota: str = "none"  # tenants' quotas: "none" | "strict" | "borrow" (SPEC §3)
+    reclaim: str = "preempt"  # borrow: how an owner gets lent GPUs back, "preempt" | "wait"
 
     @property
     def backfill_setting(self) -> bool | str:
@@ -166,7 +169,9 @@ class Scenario:
         table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement,
                                  "backfill": spec.backfill_setting,
                                  "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
-                                 "restart_penalty_s": spec.restart_penalty_s}
+                                 "restart_penalty_s": spec.restart_penalty_s, "quota": spec.quota}
+        if spec.quota == "borrow":
+            table["reclaim"] = spec.reclaim
         if spec.interval_s is not None:
             table["interval_s"] = spec.interval_s
         if spec.reserve_depth != 1:
@@ -350,11 +355,16 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
         builders = builders_registry()
         builder = p.get("from", str, choices=sorted(builders))
         file = p.get_path("path", base)
-        options = Params(p.rest(("from", "path")), p.key("").rstrip("."), path)
+        options = Params(p.rest(("from", "path", *TENANT_KEYS)), p.key("").rstrip("."), path)
         built = builders[builder](file, options, ReadContext())
         options.finish()
         for cluster in built:
             _check_types(cluster, gpu_types, p)
+        if any(p.has(k) for k in TENANT_KEYS):
+            if len(built) != 1:
+                raise p.error("tenant", f"the machine table makes {len(built)} clusters; give tenants quotas in a "
+                                        "cluster of its own")
+            built = [_with_tenants(built[0], p, base)]
         return list(built)
     name = p.get("name", str)
     if not name.strip():
@@ -373,8 +383,87 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
             g.get("gpu_type", str, "V100", choices=sorted(gpu_types)),
         ))
         g.finish()
+    cluster = _with_tenants(ClusterSpec(name, tuple(groups)), p, base)
     p.finish()
-    return [ClusterSpec(name, tuple(groups))]
+    return [cluster]
+
+
+#: a cluster's tenant keys: ``[[cluster.tenant]]`` quotas, or a dated quota table
+TENANT_KEYS = ("tenant", "quota_file", "quota_start")
+
+
+def _with_tenants(cluster: ClusterSpec, p: Params, base: Path) -> ClusterSpec:
+    """``cluster`` with the quotas its table gives: ``[[cluster.tenant]]`` with ``name`` and ``gpus``
+    (a number, or a table of GPUs per type), or ``quota_file`` (a dated table, see
+    :func:`simsched.quota_table.read_quota_table`) from ``quota_start``. Checked against capacity."""
+    from dataclasses import replace
+
+    from simsched.model import TenantQuota
+
+    if p.has("quota_file"):
+        if p.has("tenant"):
+            raise p.error("quota_file", "give quotas either as [[cluster.tenant]] tables or as a quota_file, not both")
+        from simsched.quota_table import read_quota_table
+
+        file = p.get_path("quota_file", base)
+        start = p.get("quota_start", str, None)
+        schedule = read_quota_table(file, start, f"{p.file}: {p.key('quota_start')}", cluster.name,
+                                    cluster.total_gpus)
+        return replace(cluster, quota_schedule=schedule)
+    if p.has("quota_start"):
+        raise p.error("quota_start", "only applies with quota_file (a dated quota table)")
+    entries = p.get("tenant", list, [])
+    tenants: list[TenantQuota] = []
+    capacity = _type_capacity(cluster)
+    for j, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise p.error("tenant", "must be an array of tables [[cluster.tenant]] with name and gpus")
+        t = Params(entry, p.key(f"tenant[{j}]"), p.file)
+        name = t.get("name", str)
+        if not name.strip():
+            raise t.error("name", "must be a non-empty tenant name")
+        if any(other.name == name for other in tenants):
+            raise t.error("name", f"tenant {name!r} is listed twice in cluster {cluster.name!r}")
+        gpus = t.get("gpus", (float, dict))
+        if isinstance(gpus, dict):
+            per_type = []
+            for type_name, count in gpus.items():
+                if type_name not in capacity:
+                    raise t.error("gpus", f"GPU type {type_name!r} is not in cluster {cluster.name!r}; "
+                                          f"valid: {', '.join(sorted(capacity))}")
+                if isinstance(count, bool) or not isinstance(count, (int, float)) or not math.isfinite(count) \
+                        or count < 0:
+                    raise t.error("gpus", f"{type_name} = {count!r} must be a number of GPUs >= 0")
+                if count > capacity[type_name]:
+                    raise t.error("gpus", f"{type_name} = {count:g} GPUs is above the cluster's {capacity[type_name]:g} "
+                                          f"{type_name} GPUs")
+                per_type.append((type_name, float(count)))
+            quota = TenantQuota(name, None, tuple(per_type))
+        else:
+            if gpus < 0:
+                raise t.error("gpus", f"must be a number of GPUs >= 0, got {gpus:g}")
+            if gpus > cluster.total_gpus:
+                raise t.error("gpus", f"{gpus:g} GPUs is above the cluster's {cluster.total_gpus} GPUs")
+            quota = TenantQuota(name, float(gpus))
+        t.finish()
+        tenants.append(quota)
+    total = sum(t.total for t in tenants)
+    if total > cluster.total_gpus + 1e-9:
+        raise p.error("tenant", f"the quotas add up to {total:g} GPUs, above the {cluster.total_gpus} GPUs "
+                                f"of cluster {cluster.name!r}")
+    for type_name, count in capacity.items():
+        typed = sum(dict(t.per_type).get(type_name, 0.0) for t in tenants if t.per_type is not None)
+        if typed > count + 1e-9:
+            raise p.error("tenant", f"the per-type quotas of {type_name} add up to {typed:g} GPUs, above the "
+                                    f"{count} {type_name} GPUs of cluster {cluster.name!r}")
+    return replace(cluster, tenants=tuple(tenants)) if tenants else cluster
+
+
+def _type_capacity(cluster: ClusterSpec) -> dict[str, int]:
+    capacity: dict[str, int] = {}
+    for group in cluster.nodes:
+        capacity[group.gpu_type] = capacity.get(group.gpu_type, 0) + group.count * group.gpus
+    return capacity
 
 
 def _check_types(cluster: ClusterSpec, gpu_types: dict[str, GpuType], p: Params) -> None:
@@ -427,6 +516,13 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         raise p.error("reference_gpu_type", f"unknown GPU type {reference!r}{did_you_mean(reference, gpu_types)}; "
                       f"valid: {', '.join(sorted(gpu_types))} (python -m simsched gpu-types)")
     clusters = p.get_list("clusters", str, None)
+    mix = p.get("tenant_mix", dict, None)
+    if mix is not None:
+        if not mix or not all(isinstance(k, str) and k.strip() and isinstance(v, (int, float))
+                              and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for k, v in mix.items()) \
+                or not sum(mix.values()) > 0:
+            raise p.error("tenant_mix", "must be a table of tenant = weight (numbers >= 0, not all 0), "
+                                        f'e.g. {{ vc1 = 0.6, vc2 = 0.4 }}; got {mix!r}')
     spec = WorkloadSpec(
         source=source,
         path=data_path,
@@ -447,6 +543,7 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True,
                                                       max_value=limits.MAX_LOAD),
         download_hint=p.get("download_hint", str, None),
+        tenant_mix=None if mix is None else tuple((str(k), float(v)) for k, v in mix.items()),
     )
     p.finish()
     return spec
@@ -498,8 +595,16 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
     if p.has("reserve_depth") and mode != "easy":
         raise p.error("reserve_depth", f'only applies to backfill = "easy" (here backfill = {mode!r}); '
                                        '"conservative" reserves for every waiting job')
+    from simsched.tenancy import QUOTA_MODES, RECLAIM_MODES
+
+    quota = p.get("quota", str, "none", choices=QUOTA_MODES)
+    if p.has("reclaim") and quota != "borrow":
+        raise p.error("reclaim", f'only applies to quota = "borrow" (here quota = {quota!r}): it says how an owner '
+                                 'gets GPUs it lent back')
     spec = SchedulerSpec(
         policy=policy,
+        quota=quota,
+        reclaim=p.get("reclaim", str, "preempt", choices=RECLAIM_MODES),
         placement=p.get("placement", str, "best_fit", choices=sorted(PLACEMENTS)),
         backfill=mode != "none",
         reserve=mode if mode in ("easy", "conservative") else "none",

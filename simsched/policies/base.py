@@ -75,6 +75,23 @@ class JobView(Protocol):
     run_share: int  # milli-GPUs per worker in the current run
     run_penalty: float  # restart penalty paid at the start of the current run
     preemptions: int
+    tenant: str | None  # the VC, user or group it belongs to (None: none)
+
+
+class TenantView(Protocol):
+    """``view.tenants`` when the scenario gives tenants quotas (None otherwise): quotas and usage
+    in GPUs held (after SPEC §2's memory scaling). A tenant without its own quota in a cluster
+    with quotas shares the pool of unlisted tenants there (simsched.tenancy)."""
+
+    mode: str  # "strict" | "borrow" (scheduler.quota)
+
+    def limited(self, cluster: int) -> bool: ...
+
+    def tenant_names(self, cluster: int | None = None) -> tuple[str, ...]: ...
+
+    def quota(self, tenant: str | None, cluster: int, gpu_type: str | None = None) -> float | None: ...
+
+    def usage(self, tenant: str | None, cluster: int | None = None, gpu_type: str | None = None) -> float: ...
 
 
 class FleetView(Protocol):
@@ -99,6 +116,7 @@ class SchedulerView(Protocol):
     free: Sequence[int]  # free milli-GPUs per node
 
     queue_length: int
+    tenants: TenantView | None  # tenants' quotas and usage (None when the scenario has no quotas)
 
     def queued_after(self, seq: int) -> list[JobView]:
         """Jobs that entered the queue after ``queue_seq`` ``seq``, newest first (for incremental policies)."""

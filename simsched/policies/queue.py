@@ -34,26 +34,41 @@ from simsched.policies.reservations import reserving_walk
 
 def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
               failed: set[tuple] | None = None, skip: set[int] | frozenset = frozenset(),
-              ) -> tuple[int, ...] | None:
+              admission=None) -> tuple[int, ...] | None:
     """Place ``job``'s workers in ``cluster`` on the fastest GPU type that fits now.
 
     ``cluster`` None places fleet-wide (any cluster not in ``skip``, fastest type first):
     a job without a home cluster under "home" allocation. ``failed`` remembers
     (cluster, type, per_worker, workers) shapes that did not fit: while ``free`` only
-    shrinks they cannot fit later either, so they are skipped.
+    shrinks they cannot fit later either, so they are skipped. ``admission`` (tenants'
+    quotas, simsched.policies.quota) passes over the options that would take the job's
+    tenant over its quota, and is charged for the one placed.
     """
     for option in job.options:
         if option.cluster != cluster if cluster is not None else option.cluster in skip:
+            continue
+        if admission is not None and not admission.admits(job, option):
             continue
         shape = (option.cluster, option.gpu_type, option.per_worker, job.workers)
         if failed is not None and shape in failed:
             continue
         nodes = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free)
         if nodes is not None:
+            if admission is not None:
+                admission.take(job, option)
             return nodes
         if failed is not None:
             failed.add(shape)
     return None
+
+
+def _over_quota(job: JobView, cluster: int | None, admission) -> bool:
+    """Whether ``admission`` (tenants' quotas) lets ``job`` use none of its options in ``cluster``:
+    such a job waits for its tenant's share and holds no line (backfill = false)."""
+    if admission is None:
+        return False
+    return not any(admission.admits(job, option) for option in job.options
+                   if cluster is None or option.cluster == cluster)
 
 
 def could_fit(job: JobView, cluster: int | None, groups: dict, free: list[int]) -> bool:
@@ -239,6 +254,11 @@ class QueueScheduler:
         self._last_seq = -1
         # Bucketed queue (static allocation): signature -> bucket, and each job's signature.
         self._bucketed = not self._plans and (ordering.static or self._vector is not None) and reserve == "none"
+        # tenants' quotas (simsched.policies.quota): the walk checks each placement against
+        # view.admission; jobs of different tenants then no longer fit or fail together
+        self.supports_admission = reserve == "none"
+        self.by_tenant = False
+        self._token_after: object = None  # view.quota_token of the last decision (caches depend on it)
         self._buckets: dict[tuple, SortedBucket | ColumnBucket] = {}
         self._signature_of: dict[str, tuple] = {}
         # Whole sorted queue (MCT allocation with a static ordering): keys and jobs.
@@ -250,6 +270,8 @@ class QueueScheduler:
 
     def _signature(self, job: JobView, view: SchedulerView) -> tuple:
         # the engine shares one options tuple between jobs of one shape: id() is exact and cheap
+        if self.by_tenant:
+            return (self.allocation.cluster_for(job, view), id(job.options), job.workers, job.tenant)
         return (self.allocation.cluster_for(job, view), id(job.options), job.workers)
 
     # -- the bucketed queue ------------------------------------------------------
@@ -284,7 +306,9 @@ class QueueScheduler:
         buckets = self._buckets
         # with backfill off a failure also depends on which clusters are blocked, which can differ
         # between decisions with the same free GPUs: reuse failures only when backfilling
-        unchanged = self.backfill and free == self._free_after
+        admission = getattr(view, "admission", None)
+        token = getattr(view, "quota_token", None)
+        unchanged = self.backfill and free == self._free_after and token == self._token_after
         failed = self._failed if unchanged else set()
         failed_jobs = {s for s in self._failed_jobs if s in buckets} if unchanged else set()
         backfill = self.backfill
@@ -314,10 +338,11 @@ class QueueScheduler:
                 continue
             signature = bucket.signature
             nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
-                                                                    blocked)
+                                                                    blocked, admission)
             if nodes is None:
                 failed_jobs.add(signature)
-                if not backfill:  # a fleet-wide job (cluster None) heads every cluster's line
+                if not backfill and not _over_quota(job, cluster, admission):
+                    # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
                         break
@@ -337,6 +362,7 @@ class QueueScheduler:
         self._failed = failed
         self._failed_jobs = failed_jobs
         self._free_after = free
+        self._token_after = token
         return Decision(tuple(starts))
 
     def _decide_sorted_fallback(self, view: SchedulerView) -> Decision:
@@ -381,7 +407,9 @@ class QueueScheduler:
         # fit now; free only shrinks during the walk, so what failed fails again
         # with backfill off a failure also depends on which clusters are blocked, which can differ
         # between decisions with the same free GPUs: reuse failures only when backfilling
-        unchanged = self.backfill and free == self._free_after
+        admission = getattr(view, "admission", None)
+        token = getattr(view, "quota_token", None)
+        unchanged = self.backfill and free == self._free_after and token == self._token_after
         failed = self._failed if unchanged else set()
         failed_jobs = {s for s in self._failed_jobs if s in counts} if unchanged else set()
         starts: list[Start] = []
@@ -394,10 +422,11 @@ class QueueScheduler:
             if cluster in blocked:
                 continue
             nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
-                                                                    blocked)
+                                                                    blocked, admission)
             if nodes is None:
                 failed_jobs.add(signature)
-                if not self.backfill:  # a fleet-wide job (cluster None) heads every cluster's line
+                if not self.backfill and not _over_quota(job, cluster, admission):
+                    # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
                         break
@@ -406,6 +435,7 @@ class QueueScheduler:
         self._failed = failed
         self._failed_jobs = failed_jobs
         self._free_after = free
+        self._token_after = token
         return Decision(tuple(starts))
 
     def decide(self, view: SchedulerView) -> Decision:

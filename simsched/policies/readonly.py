@@ -54,6 +54,38 @@ def _record(job: Any) -> Any:
     return job._job if isinstance(job, ReadOnlyJob) else job
 
 
+class ReadOnlyTenants:
+    """``view.tenants`` for a policy that is not simsched's own: the reading methods only."""
+
+    __slots__ = ("_tenancy",)
+
+    def __init__(self, tenancy: Any) -> None:
+        object.__setattr__(self, "_tenancy", tenancy)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"view.tenants.{name} is read-only")
+
+    @property
+    def mode(self) -> str:
+        return self._tenancy.mode
+
+    @property
+    def reclaim(self) -> str:
+        return self._tenancy.reclaim
+
+    def limited(self, cluster: int) -> bool:
+        return self._tenancy.limited(cluster)
+
+    def tenant_names(self, cluster: int | None = None) -> tuple[str, ...]:
+        return self._tenancy.tenant_names(cluster)
+
+    def quota(self, tenant: str | None, cluster: int, gpu_type: str | None = None) -> float | None:
+        return self._tenancy.quota(tenant, cluster, gpu_type)
+
+    def usage(self, tenant: str | None, cluster: int | None = None, gpu_type: str | None = None) -> float:
+        return self._tenancy.usage(tenant, cluster, gpu_type)
+
+
 class ReadOnlyView:
     """The engine's view with every job behind a :class:`ReadOnlyJob` (implements ``SchedulerView``)."""
 
@@ -96,6 +128,11 @@ class ReadOnlyView:
 
     def queued_after(self, seq: int) -> list[ReadOnlyJob]:
         return [self._proxy(job) for job in self._view.queued_after(seq)]
+
+    @property
+    def tenants(self) -> ReadOnlyTenants | None:
+        tenancy = getattr(self._view, "tenants", None)
+        return None if tenancy is None else ReadOnlyTenants(tenancy)
 
     def queued_time(self, job: Any) -> float:
         return self._view.queued_time(_record(job))

@@ -78,7 +78,7 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     """Read or generate the workload of a scenario, then filter and fill fields.
 
     Order: read/generate -> cluster (VC) selection -> time window -> load scaling
-    -> ``jobs_limit`` (first N by submit) -> field synthesis -> reference GPU type.
+    -> ``jobs_limit`` (first N by submit) -> field synthesis -> tenant mix -> reference GPU type.
     """
     from simsched.seeding import stream
 
@@ -133,6 +133,8 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
             df = df.assign(deadline=filled["deadline"])
         if spec.synthesize_weight:
             df = df.assign(weight=filled["weight"])
+    if spec.tenant_mix is not None:
+        df = transforms.assign_tenants(df, spec.tenant_mix, stream(seed, "tenants"))
     if spec.reference_gpu_type is not None:
         df = df.assign(gpu_type=df["gpu_type"].where(df["gpu_type"].notna(), spec.reference_gpu_type))
     _check_times(df, spec)

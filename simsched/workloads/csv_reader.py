@@ -1,4 +1,4 @@
-"""simsched's own job CSV (SPEC §5): ``job_id,submit,duration,gpus[,workers,weight,deadline,home_cluster,gpu_type]``.
+"""simsched's own job CSV (SPEC §5): ``job_id,submit,duration,gpus[,workers,weight,deadline,home_cluster,gpu_type,allowed_types,tenant]``.
 
 UTF-8 (a byte-order mark is accepted). A row is bad -- skipped and counted,
 or with ``strict = true`` an error naming file and line -- when a number is
@@ -28,7 +28,7 @@ MAX_SECONDS = 1e11
 MAX_GPUS = 1e6
 #: the engine counts milli-GPUs: a smaller share would round to nothing
 MIN_GPUS = 0.001
-OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types")
+OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types", "tenant")
 
 
 #: a number as CSV files and spreadsheets write it: ASCII digits, an optional sign, point and exponent.
@@ -170,5 +170,5 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
         for c, v in (("job_id", job_id), ("submit", submit), ("duration", duration), ("gpus", gpus),
                      ("workers", workers), ("weight", weight), ("deadline", deadline)):
             rows[c].append(v)
-        for c in ("home_cluster", "gpu_type", "allowed_types"):
+        for c in ("home_cluster", "gpu_type", "allowed_types", "tenant"):
             rows[c].append(cell.get(c) or None)

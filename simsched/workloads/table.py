@@ -16,6 +16,7 @@ deadline        float64    absolute seconds, NaN = none
 home_cluster    object     cluster name or None
 gpu_type        object     reference GPU type name or None
 allowed_types   object     "T4|P100" style string or None = any
+tenant          object     the VC, user or group the job belongs to, or None
 ==============  =========  =====================================================
 
 Rows a reader could not use are counted in a :class:`SkipReport` by reason.
@@ -44,6 +45,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "home_cluster",
     "gpu_type",
     "allowed_types",
+    "tenant",
 )
 
 
@@ -78,7 +80,7 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     for col in ("workers", "weight"):
         out[col] = pd.array(df[col], dtype="Int64") if col in df else pd.array([pd.NA] * len(df), dtype="Int64")
     out["deadline"] = pd.to_numeric(df["deadline"]).astype("float64") if "deadline" in df else np.nan
-    for col in ("home_cluster", "gpu_type", "allowed_types"):
+    for col in ("home_cluster", "gpu_type", "allowed_types", "tenant"):
         if col in df:
             values = df[col].astype(object)
             out[col] = values.where(values.notna() & (values.astype(str) != ""), None)
@@ -95,7 +97,7 @@ def to_job_specs(df: pd.DataFrame, largest_node: int) -> list[JobSpec]:
         raise InputError(f"workload: job_id {dup!r} appears more than once; job ids must be unique")
     jobs: list[JobSpec] = []
     cols = [df[c].tolist() for c in JOB_COLUMNS]
-    for job_id, submit, duration, gpus, workers, weight, deadline, home, gtype, allowed in zip(*cols):
+    for job_id, submit, duration, gpus, workers, weight, deadline, home, gtype, allowed, tenant in zip(*cols):
         workers = derive_workers(gpus, largest_node) if workers is pd.NA or workers is None else int(workers)
         weight = 1 if weight is pd.NA or weight is None else int(weight)
         jobs.append(
@@ -110,6 +112,7 @@ def to_job_specs(df: pd.DataFrame, largest_node: int) -> list[JobSpec]:
                 home_cluster=home,
                 gpu_type=gtype,
                 allowed_types=None if allowed is None else tuple(str(allowed).split("|")),
+                tenant=None if tenant is None else str(tenant),
             )
         )
     return jobs

@@ -126,3 +126,20 @@ def _shift(df: pd.DataFrame, delta: float) -> pd.DataFrame:
     out["submit"] = out["submit"] + delta
     out["deadline"] = out["deadline"] + delta
     return out
+
+
+def assign_tenants(df: pd.DataFrame, mix: tuple[tuple[str, float], ...], rng: np.random.Generator) -> pd.DataFrame:
+    """Give every job without a tenant one drawn from ``mix`` (tenant, weight), independently per job.
+
+    One draw per job from its own stream (``"tenants"``), so adding a mix moves no other draw;
+    jobs that already have a tenant (a trace's VC) keep it and still consume their draw.
+    """
+    names = [name for name, _ in mix]
+    weights = np.array([w for _, w in mix], dtype=float)
+    drawn = rng.choice(len(names), size=len(df), p=weights / weights.sum())
+    picked = np.array(names, dtype=object)[drawn]
+    tenants = df["tenant"].to_numpy(object)
+    missing = pd.isna(df["tenant"]).to_numpy(bool)
+    out = df.copy()
+    out["tenant"] = np.where(missing, picked, tenants)
+    return out

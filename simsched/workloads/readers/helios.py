@@ -7,7 +7,7 @@ state,submit_time,start_time,end_time,duration,queue``.
   job"`` (about half of Helios, never an error in strict mode).
 * submit = ``submit_time``; duration = ``duration`` (seconds of run time,
   queueing excluded), or ``end_time - start_time`` when it is empty.
-* ``vc`` -> ``home_cluster``; ``node_num`` -> ``workers`` when it divides
+* ``vc`` -> ``home_cluster`` and ``tenant``; ``node_num`` -> ``workers`` when it divides
   ``gpu_num`` evenly (Helios nodes hold 8 GPUs), else the SPEC §2 rule.
 * Options: ``status`` (states to keep; default all of COMPLETED, CANCELLED,
   FAILED, TIMEOUT, NODE_FAIL: cancelled and failed jobs held GPUs too) and
@@ -51,7 +51,7 @@ def read_helios(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
     check_header(require_file(path), HEADER)
     keep_states = None if states is None else set(states)
     keep_vcs = None if vcs is None else set(vcs)
-    columns = new_columns("workers", "home_cluster")
+    columns = new_columns("workers", "home_cluster", "tenant")
     for line, fields in csv_rows(path):
         ctx.report.rows_read += 1
         try:
@@ -83,6 +83,7 @@ def read_helios(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
         whole = gpus.is_integer() and nodes >= 1 and nodes.is_integer() and gpus % nodes == 0
         columns["workers"].append(int(nodes) if whole else pd.NA)
         columns["home_cluster"].append(row["vc"])
+        columns["tenant"].append(row["vc"])
     return finish(columns)
 
 

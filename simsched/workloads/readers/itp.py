@@ -2,7 +2,7 @@
 
 ``source = "itp"``; ``path`` is one ``clusterNN.csv`` or a directory, then
 every ``cluster*.csv`` in it (sorted by name). Each file's stem (``cluster04``)
-becomes the jobs' ``home_cluster``: the ten ITP clusters stand in for
+becomes the jobs' ``home_cluster`` and ``tenant``: the ten ITP clusters stand in for
 tenants sharing one simulated fleet. ``submission_time`` counts from the
 same collection start in every file, so the files keep their relative
 offsets and the earliest job over all files submits at 0. Option ``vcs``
@@ -51,7 +51,7 @@ def read_itp(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
             files = [f for f in files if f.stem in set(vcs)]
     else:
         files = [require_file(path)]
-    columns = new_columns("home_cluster")
+    columns = new_columns("home_cluster", "tenant")
     for file in files:
         _read_file(file, vcs, columns, ctx)
     return finish(columns)
@@ -80,3 +80,4 @@ def _read_file(path: Path, vcs: list[str] | None, columns: dict[str, list],
         columns["duration"].append(duration_s)
         columns["gpus"].append(gpus)
         columns["home_cluster"].append(home)
+        columns["tenant"].append(home)

@@ -21,6 +21,11 @@ per ``job_name``:
 * ``status`` (list, default ``["Terminated"]``) keeps jobs with those statuses
   (Running / Terminated / Failed / Waiting); others count as
   ``"status <s> filtered"``.
+* tenant: option ``tenant = "user"`` (default: the job table's ``user``),
+  ``"group"`` (the ``group`` of the job's ``inst_id`` in the headerless
+  ``group_table`` = ``pai_group_tag_table.csv``, ``inst_id,user,
+  gpu_type_spec,group,workload``; a job without a group row gets its user)
+  or ``"none"``.
 
 ``rows_read`` counts job-table rows; malformed task rows are reported with
 the task table's file and line, and a job left with no usable task is
@@ -66,6 +71,8 @@ def read_pai(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
     """Read PAI's job table joined with its task table (see the module docstring)."""
     task_path = params.get_path("task_table", Path(params.file).parent)
     statuses = params.get_list("status", str, ["Terminated"])
+    tenant_rule = params.get("tenant", str, "user", choices=("user", "group", "none"))
+    group_path = params.get_path("group_table", Path(params.file).parent) if tenant_rule == "group" else None
     for status in statuses:
         if status not in STATUSES:
             raise params.error("status", f"unknown status {status!r}; valid: {', '.join(STATUSES)}")
@@ -73,7 +80,21 @@ def read_pai(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
     require_file(path, "PAI job table")
     require_file(task_path, "workload.task_table")
     tasks = _read_tasks(task_path, ctx)
-    return _read_jobs(path, tasks, set(statuses), ctx)
+    groups = _read_groups(require_file(group_path, "workload.group_table"), ctx) if group_path else None
+    return _read_jobs(path, tasks, set(statuses), ctx, tenant_rule, groups)
+
+
+def _read_groups(path: Path, ctx: ReadContext) -> dict[str, str]:
+    """``inst_id`` -> ``group`` from the headerless group tag table (rows without a group are left out)."""
+    groups: dict[str, str] = {}
+    for line, fields in csv_rows(path, header=False):
+        if len(fields) != 5:
+            ctx.bad_row(path, line, f"group table: expected 5 fields (inst_id,user,gpu_type_spec,group,workload), "
+                                    f"got {len(fields)}")
+            continue
+        if fields[3].strip():
+            groups[fields[0]] = fields[3].strip()
+    return groups
 
 
 def _optional_time(text: str, what: str) -> float | None:
@@ -110,8 +131,8 @@ def _read_tasks(path: Path, ctx: ReadContext) -> dict[str, _TaskSummary]:
 
 
 def _read_jobs(path: Path, tasks: dict[str, _TaskSummary], statuses: set[str],
-               ctx: ReadContext) -> pd.DataFrame:
-    columns = new_columns("gpu_type")
+               ctx: ReadContext, tenant_rule: str = "user", groups: dict[str, str] | None = None) -> pd.DataFrame:
+    columns = new_columns("gpu_type", "tenant")
     seen: set[str] = set()
     for line, fields in csv_rows(path, header=False):
         ctx.report.rows_read += 1
@@ -153,4 +174,8 @@ def _read_jobs(path: Path, tasks: dict[str, _TaskSummary], statuses: set[str],
         columns["gpus"].append(summary.gpus)
         types = summary.gpu_types
         columns["gpu_type"].append(next(iter(types)) if len(types) == 1 else None)
+        user = fields[2].strip() or None
+        if tenant_rule == "group" and groups is not None:
+            user = groups.get(fields[1], user)
+        columns["tenant"].append(None if tenant_rule == "none" else user)
     return finish(columns)

@@ -4,7 +4,7 @@
 
 * ``"csv"`` (default): ``timestamp,duration,num_gpus,gpu_time,cluster`` as
   extracted by Pollux (rows not sorted). ``timestamp`` is the submit time,
-  ``cluster`` the virtual cluster (VC) -> ``home_cluster``. The file has no
+  ``cluster`` the virtual cluster (VC) -> ``home_cluster`` and ``tenant``. The file has no
   job ids: a job is named ``philly-<n>`` after its data row (1 = first row).
 * ``"raw"``: the original ``cluster_job_log``, a JSON list of jobs with
   ``jobid, status, vc, user, submitted_time, attempts``; each attempt has
@@ -62,7 +62,7 @@ def read_philly(path: Path, params: Params, ctx: ReadContext) -> pd.DataFrame:
 def _read_csv(path: Path, vcs: list[str] | None, ctx: ReadContext) -> pd.DataFrame:
     check_header(path, CSV_HEADER)
     keep = None if vcs is None else set(vcs)
-    columns = new_columns("home_cluster")
+    columns = new_columns("home_cluster", "tenant")
     for number, (line, fields) in enumerate(csv_rows(path), start=1):
         ctx.report.rows_read += 1
         try:
@@ -82,6 +82,7 @@ def _read_csv(path: Path, vcs: list[str] | None, ctx: ReadContext) -> pd.DataFra
         columns["duration"].append(duration_s)
         columns["gpus"].append(gpus)
         columns["home_cluster"].append(vc)
+        columns["tenant"].append(vc)
     return finish(columns)
 
 
@@ -102,7 +103,7 @@ def _read_raw(path: Path, vcs: list[str] | None, statuses: list[str] | None,
     """
     keep_vcs = None if vcs is None else set(vcs)
     keep_statuses = None if statuses is None else set(statuses)
-    columns = new_columns("workers", "home_cluster")
+    columns = new_columns("workers", "home_cluster", "tenant")
     for line, job in json_array_items(path):
         ctx.report.rows_read += 1
         # user filters come first: a row the user drops is never an error
@@ -125,6 +126,7 @@ def _read_raw(path: Path, vcs: list[str] | None, statuses: list[str] | None,
         columns["gpus"].append(gpus)
         columns["workers"].append(workers)
         columns["home_cluster"].append(vc)
+        columns["tenant"].append(vc)
     return finish(columns)
 
 

@@ -1,0 +1,292 @@
+"""Quota semantics (SPEC §3, ``scheduler.quota`` and ``scheduler.reclaim``) around any policy.
+
+:class:`QuotaScheduler` wraps the scenario's policy (FIFO, SJF, EVO-GP's planner,
+a user's ``my_policy.py:MyPolicy``...), so that every ordering runs inside a
+tenant's share. One decision is:
+
+1. **Within quota.** The policy decides over the jobs whose tenant still has
+   room for them; a start that would take its tenant over its quota (two jobs
+   of one tenant that each fit the room, but not both) is dropped, in the
+   order the policy gave its starts. The built-in queue walk
+   (:class:`~simsched.policies.queue.QueueScheduler`) checks each placement
+   against the room itself (``view.admission``), so it passes over a job that
+   does not fit its tenant's room and goes on, exactly as it passes over a job
+   that does not fit the free GPUs.
+2. ``quota = "borrow"`` only, with ``reclaim = "preempt"``: every job still
+   queued that fits its tenant's quota but not the free GPUs (oldest first)
+   takes GPUs back from tenants above their quota: their jobs, newest start
+   first, are preempted (the restart penalty applies) until it fits; only
+   the preempted jobs on the nodes it gets are kept as victims.
+3. ``quota = "borrow"`` only: the policy decides again over every queued job
+   with the GPUs left (idle GPUs may be used beyond a quota). Jobs within
+   quota went first, so with ``reclaim = "wait"`` an owner gets GPUs back as
+   borrowed jobs end, before anyone borrows again.
+
+The policy is asked once per decision under ``strict`` and twice under
+``borrow``; it never sees a job it may not start in step 1. Only the engine
+changes state: this returns a Decision, and :class:`~simsched.tenancy.Tenancy`
+changes when the engine applies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from simsched.policies.base import Decision, JobView, Option, Scheduler, SchedulerView, Start
+from simsched.policies.placement import Placement, best_fit
+from simsched.tenancy import Staged
+
+
+class SubView:
+    """A view over part of the state a decision starts from (implements ``SchedulerView``):
+    some of the queued jobs, the running ones and the free GPUs after the starts already chosen."""
+
+    __slots__ = ("now", "fleet", "free", "_queue", "_running", "tenants", "admission", "quota_token", "_base")
+
+    def __init__(self, base: SchedulerView, queue: Sequence[JobView] | None, running: Sequence[JobView] | None,
+                 free: Sequence[int], admission: Admission | None, token: tuple) -> None:
+        """``queue`` / ``running`` None: the base view's (read on use)."""
+        self._base = base
+        self.now = base.now
+        self.fleet = base.fleet
+        self.tenants = base.tenants
+        self._queue = None if queue is None else tuple(queue)
+        self._running = None if running is None else tuple(running)
+        self.free = tuple(free)
+        self.admission = admission  # see QueueScheduler: the walk checks placements against quotas
+        self.quota_token = token  # what a policy's caches of failed placements depend on
+
+    @property
+    def queue(self) -> tuple[JobView, ...]:
+        return self._base.queue if self._queue is None else self._queue
+
+    @property
+    def running(self) -> tuple[JobView, ...]:
+        return self._base.running if self._running is None else self._running
+
+    @property
+    def queue_length(self) -> int:
+        return self._base.queue_length if self._queue is None else len(self._queue)
+
+    def queued_after(self, seq: int) -> list[JobView]:
+        if self._queue is None:
+            return self._base.queued_after(seq)
+        out = []
+        for job in reversed(self._queue):
+            if job.queue_seq <= seq:
+                break
+            out.append(job)
+        return out
+
+    def queued_time(self, job: JobView) -> float:
+        return self._base.queued_time(job)
+
+    def remaining_time(self, job: JobView, speed: float = 1.0) -> float:
+        return self._base.remaining_time(job, speed)
+
+
+class Admission:
+    """Quota checks for a walk that places jobs itself: ``admits`` before it tries an option,
+    ``take`` when it placed a job there (charged to the decision's :class:`Staged` usage)."""
+
+    __slots__ = ("staged",)
+
+    def __init__(self, staged: Staged) -> None:
+        self.staged = staged
+
+    def admits(self, job: JobView, option: Option) -> bool:
+        return self.staged.admits(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
+
+    def take(self, job: JobView, option: Option) -> None:
+        self.staged.add(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
+
+
+def option_on(job: JobView, nodes: Sequence[int], fleet) -> Option | None:
+    """The option of ``job`` whose cluster and GPU type hold ``nodes[0]``."""
+    if not nodes:
+        return None
+    first = nodes[0]
+    if not 0 <= first < len(fleet.node_type):
+        return None
+    cluster, gpu_type = fleet.node_cluster[first], fleet.node_type[first]
+    for option in job.options:
+        if option.cluster == cluster and option.gpu_type == gpu_type:
+            return option
+    return None
+
+
+class QuotaScheduler:
+    """``policy`` run inside the tenants' quotas (see the module docstring)."""
+
+    def __init__(self, policy: Scheduler, mode: str, reclaim: str = "preempt",
+                 placement: Placement = best_fit) -> None:
+        if mode not in ("strict", "borrow"):
+            raise ValueError(f'QuotaScheduler: "mode" must be "strict" or "borrow", got {mode!r}')
+        self.policy = policy
+        self.mode = mode
+        self.reclaim = reclaim
+        self.placement = placement
+        # the built-in queue walk checks quotas while it places (no filtered queue, no rebuilds)
+        self.native = bool(getattr(policy, "supports_admission", False))
+        if self.native:
+            policy.by_tenant = True  # jobs of different tenants no longer fit or fail together
+        interval = getattr(policy, "interval_s", None)
+        if interval:
+            self.interval_s = interval
+        self.name = getattr(policy, "name", None) or type(policy).__name__
+
+    def __getattr__(self, name: str):
+        if name in ("policy", "interval_s", "quiet_until"):  # quiet_until: quotas change what a round decides
+            raise AttributeError(name)
+        return getattr(self.policy, name)
+
+    def bind(self, fleet_view) -> None:
+        bind = getattr(self.policy, "bind", None)
+        if bind is not None:
+            bind(fleet_view)
+
+    def decide(self, view: SchedulerView) -> Decision:
+        tenancy = view.tenants
+        if tenancy is None:  # no quotas anywhere: the policy as it is
+            return self.policy.decide(view)
+        staged = Staged(tenancy)
+        free = list(view.free)
+        fleet = view.fleet
+        queue = view.queue if not self.native or self.mode == "borrow" else None
+        starts: list[Start] = []
+        preempts: list[str] = []
+        started: set[str] = set()
+        # 1. within quota
+        if self.native:
+            first = SubView(view, None, None, free, Admission(staged), ("quota", tenancy.version))
+            decision = self.policy.decide(first)
+            if self.mode == "strict":  # the walk admitted every start
+                return decision
+        else:
+            eligible = [job for job in queue if any(
+                staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers) for o in job.options)]
+            first = SubView(view, eligible, None, free, None, ("quota", tenancy.version))
+            decision = self.policy.decide(first)
+        running = list(view.running)
+        self._take_preempts(decision, view, staged, free, running, preempts)
+        by_id = {job.job_id: job for job in queue} if decision.starts else {}
+        for start in decision.starts:
+            job = by_id.get(start.job_id)
+            option = None if job is None else option_on(job, start.nodes, fleet)
+            if option is None:  # not a job of this view, or a bad placement: the engine says what is wrong
+                starts.append(start)
+                started.add(start.job_id)
+                continue
+            need = option.per_worker * job.workers
+            if not self.native and not staged.admits(job.tenant, option.cluster, option.gpu_type, need):
+                continue  # it would take its tenant over the quota: it waits
+            if self.native:  # the walk charged it already
+                pass
+            else:
+                staged.add(job.tenant, option.cluster, option.gpu_type, need)
+            _take(free, start.nodes, option.per_worker)
+            starts.append(start)
+            started.add(start.job_id)
+        if self.mode == "strict":
+            return Decision(tuple(starts), tuple(preempts))
+        # 2. reclaim borrowed GPUs for owners
+        if self.reclaim == "preempt":
+            waiting = sorted((job for job in queue if job.job_id not in started), key=lambda j: (j.submit, j.index))
+            for job in waiting:
+                placed = self._reclaim(job, view, staged, free, running, preempts)
+                if placed is not None:
+                    starts.append(placed)
+                    started.add(job.job_id)
+        # 3. borrow idle GPUs
+        rest = [job for job in queue if job.job_id not in started]
+        if rest and any(free):
+            second = SubView(view, rest, running, free, None, ("borrow", tenancy.version))
+            decision = self.policy.decide(second)
+            self._take_preempts(decision, view, staged, free, running, preempts)
+            for start in decision.starts:
+                starts.append(start)
+        return Decision(tuple(starts), tuple(preempts))
+
+    @staticmethod
+    def _take_preempts(decision: Decision, view: SchedulerView, staged: Staged, free: list[int],
+                       running: list[JobView], preempts: list[str]) -> None:
+        """The policy's own preemptions are kept (they only give GPUs back)."""
+        if not decision.preempts:
+            return
+        gone = set(decision.preempts)
+        for job in list(running):
+            if job.job_id in gone:
+                _release(job, staged, free)
+                running.remove(job)
+        preempts.extend(decision.preempts)
+
+    def _reclaim(self, job: JobView, view: SchedulerView, staged: Staged, free: list[int],
+                 running: list[JobView], preempts: list[str]) -> Start | None:
+        """Start ``job`` within its quota by preempting jobs of tenants above theirs, if that works."""
+        groups = view.fleet.groups
+        for option in job.options:
+            need = option.per_worker * job.workers
+            if not staged.admits(job.tenant, option.cluster, option.gpu_type, need):
+                continue
+            group = groups[option.cluster, option.gpu_type]
+            trial = list(free)
+            if self.placement(group, option.per_worker, job.workers, list(trial)) is not None:
+                return None  # it fits without anyone's GPUs: the borrowing pass will start it
+            members = set(group)
+            candidates = sorted((r for r in running if r.running_cluster == option.cluster
+                                 and any(n in members for n in r.running_nodes)),
+                                key=lambda r: (-r.run_start, -r.index))
+            trial_staged = _copy(staged)
+            chosen: list[JobView] = []
+            nodes = None
+            for victim in candidates:
+                if not trial_staged.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):
+                    continue
+                _release(victim, trial_staged, trial)
+                chosen.append(victim)
+                nodes = self.placement(group, option.per_worker, job.workers, list(trial))
+                if nodes is not None:
+                    break
+            if nodes is None:
+                continue
+            used = set(nodes)
+            victims = [v for v in chosen if used.intersection(v.running_nodes)]
+            check = list(free)
+            for victim in victims:
+                for n in victim.running_nodes:
+                    check[n] += victim.run_share
+            if not _fits(nodes, option.per_worker, check):
+                victims = chosen
+            for victim in victims:
+                _release(victim, staged, free)
+                running.remove(victim)
+                preempts.append(victim.job_id)
+            _take(free, nodes, option.per_worker)
+            staged.add(job.tenant, option.cluster, option.gpu_type, need)
+            return Start(job.job_id, nodes)
+        return None
+
+
+def _take(free: list[int], nodes: Sequence[int], per_worker: int) -> None:
+    for n in nodes:
+        free[n] -= per_worker
+
+
+def _fits(nodes: Sequence[int], per_worker: int, free: Sequence[int]) -> bool:
+    need: dict[int, int] = {}
+    for n in nodes:
+        need[n] = need.get(n, 0) + per_worker
+    return all(free[n] >= amount for n, amount in need.items())
+
+
+def _release(job: JobView, staged: Staged, free: list[int]) -> None:
+    for n in job.running_nodes:
+        free[n] += job.run_share
+    staged.add(job.tenant, job.running_cluster, job.gpu_type_used, -job.run_share * job.workers)
+
+
+def _copy(staged: Staged) -> Staged:
+    out = Staged(staged.tenancy)
+    out._delta = dict(staged._delta)
+    out._type_delta = dict(staged._type_delta)
+    return out

@@ -1,0 +1,206 @@
+"""Tenants and their GPU quotas (SPEC §3): the engine's ledger of who holds how many GPUs.
+
+A cluster may give tenants (VCs, users, groups) quotas, as ``[[cluster.tenant]]``
+tables or a dated table (:class:`~simsched.model.QuotaSchedule`). Quotas are
+counted in GPUs held, i.e. milli-GPUs per worker on the type a job runs on
+(after the memory scaling of SPEC §2) times its workers.
+
+In a cluster with quotas, every tenant the table does not list (and every job
+without a tenant) shares one pool, :data:`OTHER`, holding the GPUs no listed
+tenant owns (capacity minus the quotas). A cluster without quotas limits nobody.
+
+:class:`Tenancy` is engine state: only the engine calls :meth:`Tenancy.hold` and
+:meth:`Tenancy.release` (when a job starts and when it stops). Policies read it
+through ``view.tenants`` (:meth:`quota`, :meth:`usage`, :meth:`tenant_names`).
+The quota semantics themselves (strict, borrow, reclaim) live in
+:mod:`simsched.policies.quota`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from simsched.model import MILLI, ClusterSpec, to_milli
+
+QUOTA_MODES = ("none", "strict", "borrow")
+RECLAIM_MODES = ("preempt", "wait")
+
+#: the pool of a cluster's unlisted tenants (and of jobs without a tenant)
+OTHER = None
+
+
+class Tenancy:
+    """Quotas per cluster and the GPUs each tenant holds now (milli-GPUs inside)."""
+
+    def __init__(self, clusters: Sequence[ClusterSpec], capacity: Sequence[int], mode: str = "strict",
+                 reclaim: str = "preempt", type_capacity: Sequence[dict[str, int]] | None = None) -> None:
+        """``capacity``: milli-GPUs per cluster; ``type_capacity``: per cluster, milli-GPUs per GPU type."""
+        self.mode = mode
+        self.reclaim = reclaim
+        self._capacity = list(capacity)
+        self._type_capacity = list(type_capacity) if type_capacity is not None else [{} for _ in capacity]
+        self._limited = [bool(c.tenants) or c.quota_schedule is not None for c in clusters]
+        self._listed: list[frozenset[str]] = []
+        self._quota: dict[tuple[int, str | None], int] = {}
+        self._type_quota: dict[tuple[int, str | None, str], int] = {}
+        self._per_type: set[tuple[int, str | None]] = set()
+        self._schedules = [(c, cluster.quota_schedule) for c, cluster in enumerate(clusters)
+                           if cluster.quota_schedule is not None]
+        for c, cluster in enumerate(clusters):
+            schedule = cluster.quota_schedule
+            names = schedule.tenants if schedule is not None else tuple(t.name for t in cluster.tenants)
+            self._listed.append(frozenset(names))
+            for tenant in cluster.tenants:
+                if tenant.per_type is not None:
+                    self._per_type.add((c, tenant.name))
+                    for type_name, gpus in tenant.per_type:
+                        self._type_quota[c, tenant.name, type_name] = to_milli(gpus)
+                self._quota[c, tenant.name] = to_milli(tenant.total)
+        self._usage: dict[tuple[int, str | None], int] = {}
+        self._type_usage: dict[tuple[int, str | None, str], int] = {}
+        self._tenant_usage: dict[str | None, int] = {}
+        changes = sorted({t for _, s in self._schedules for t in s.times})
+        self.change_times: tuple[float, ...] = tuple(changes)
+        self._applied = -1  # index into change_times of the last schedule step applied
+        self.version = 0  # grows whenever a usage or a quota changes (policies cache on it)
+        self.update(0.0)
+        self._set_other_pools()
+
+    # -- engine side -------------------------------------------------------------
+    def update(self, now: float) -> bool:
+        """Apply the dated quotas in force at ``now``; True when they changed."""
+        if not self.change_times:
+            return False
+        k = bisect_right(self.change_times, now) - 1
+        if k == self._applied:
+            return False
+        self._applied = k
+        for c, schedule in self._schedules:
+            for name, gpus in zip(schedule.tenants, schedule.at(now)):
+                self._quota[c, name] = to_milli(gpus)
+        self._set_other_pools()
+        self.version += 1
+        return True
+
+    def _set_other_pools(self) -> None:
+        for c, limited in enumerate(self._limited):
+            if limited:
+                listed = sum(self._quota.get((c, name), 0) for name in self._listed[c])
+                self._quota[c, OTHER] = max(0, self._capacity[c] - listed)
+
+    def key(self, tenant: str | None, cluster: int) -> str | None:
+        """Whose quota a job of ``tenant`` counts against in ``cluster`` (its own, or the pool)."""
+        return tenant if tenant in self._listed[cluster] else OTHER
+
+    def hold(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> None:
+        """A job of ``tenant`` started holding ``milli`` milli-GPUs of ``gpu_type`` in ``cluster``."""
+        self._add(tenant, cluster, gpu_type, milli)
+
+    def release(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> None:
+        """It stopped (finished or preempted)."""
+        self._add(tenant, cluster, gpu_type, -milli)
+
+    def _add(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> None:
+        key = self.key(tenant, cluster)
+        self._usage[cluster, key] = self._usage.get((cluster, key), 0) + milli
+        if (cluster, key) in self._per_type:
+            self._type_usage[cluster, key, gpu_type] = self._type_usage.get((cluster, key, gpu_type), 0) + milli
+        self._tenant_usage[tenant] = self._tenant_usage.get(tenant, 0) + milli
+        self.version += 1
+
+    # -- policy side (read only) ---------------------------------------------------
+    def limited(self, cluster: int) -> bool:
+        """Whether ``cluster`` gives tenants quotas."""
+        return self._limited[cluster]
+
+    def tenant_names(self, cluster: int | None = None) -> tuple[str, ...]:
+        """The tenants with a quota in ``cluster`` (None: in any cluster), sorted."""
+        if cluster is None:
+            return tuple(sorted(set().union(*self._listed)))
+        return tuple(sorted(self._listed[cluster]))
+
+    def quota(self, tenant: str | None, cluster: int, gpu_type: str | None = None) -> float | None:
+        """GPUs ``tenant`` may hold in ``cluster`` (of ``gpu_type`` when given), None = no limit."""
+        milli = self.quota_milli(self.key(tenant, cluster), cluster, gpu_type)
+        return None if milli is None else milli / MILLI
+
+    def usage(self, tenant: str | None, cluster: int | None = None, gpu_type: str | None = None) -> float:
+        """GPUs ``tenant`` holds now: in ``cluster`` (of ``gpu_type``) or, with no cluster, fleet-wide.
+        In a cluster with quotas an unlisted tenant reads its pool's usage."""
+        return self.usage_milli(tenant, cluster, gpu_type) / MILLI
+
+    def usage_milli(self, tenant: str | None, cluster: int | None = None, gpu_type: str | None = None) -> int:
+        if cluster is None:
+            return self._tenant_usage.get(tenant, 0)
+        key = self.key(tenant, cluster)
+        if gpu_type is None:
+            return self._usage.get((cluster, key), 0)
+        if (cluster, key) in self._per_type:
+            return self._type_usage.get((cluster, key, gpu_type), 0)
+        return self._usage.get((cluster, key), 0)
+
+    def quota_milli(self, key: str | None, cluster: int, gpu_type: str | None = None) -> int | None:
+        """The quota of a quota key (see :meth:`key`) in milli-GPUs, None = no limit."""
+        if not self._limited[cluster]:
+            return None
+        if gpu_type is not None and (cluster, key) in self._per_type:
+            return self._type_quota.get((cluster, key, gpu_type), 0)
+        return self._quota.get((cluster, key), 0)
+
+    def headroom_milli(self, key: str | None, cluster: int, gpu_type: str) -> int | None:
+        """Milli-GPUs the key may still take of ``gpu_type`` in ``cluster`` (None = no limit)."""
+        if not self._limited[cluster]:
+            return None
+        room = self._quota.get((cluster, key), 0) - self._usage.get((cluster, key), 0)
+        if (cluster, key) in self._per_type:
+            room = min(room, self._type_quota.get((cluster, key, gpu_type), 0)
+                       - self._type_usage.get((cluster, key, gpu_type), 0))
+        return room
+
+    def per_type(self, key: str | None, cluster: int) -> bool:
+        return (cluster, key) in self._per_type
+
+
+class Staged:
+    """A decision's scratch copy of the usage: what the starts and preemptions chosen so far would
+    leave (a policy charges here; the engine's :class:`Tenancy` changes only when it applies them)."""
+
+    __slots__ = ("tenancy", "_delta", "_type_delta")
+
+    def __init__(self, tenancy: Tenancy) -> None:
+        self.tenancy = tenancy
+        self._delta: dict[tuple[int, str | None], int] = {}
+        self._type_delta: dict[tuple[int, str | None, str], int] = {}
+
+    def room(self, tenant: str | None, cluster: int, gpu_type: str) -> int | None:
+        """Milli-GPUs ``tenant`` may still take of ``gpu_type`` in ``cluster`` (None = no limit)."""
+        tenancy = self.tenancy
+        if not tenancy._limited[cluster]:
+            return None
+        key = tenancy.key(tenant, cluster)
+        room = tenancy._quota.get((cluster, key), 0) - tenancy._usage.get((cluster, key), 0) \
+            - self._delta.get((cluster, key), 0)
+        if (cluster, key) in tenancy._per_type:
+            room = min(room, tenancy._type_quota.get((cluster, key, gpu_type), 0)
+                       - tenancy._type_usage.get((cluster, key, gpu_type), 0)
+                       - self._type_delta.get((cluster, key, gpu_type), 0))
+        return room
+
+    def admits(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> bool:
+        room = self.room(tenant, cluster, gpu_type)
+        return room is None or milli <= room
+
+    def add(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> None:
+        tenancy = self.tenancy
+        if not tenancy._limited[cluster]:
+            return
+        key = tenancy.key(tenant, cluster)
+        self._delta[cluster, key] = self._delta.get((cluster, key), 0) + milli
+        if (cluster, key) in tenancy._per_type:
+            self._type_delta[cluster, key, gpu_type] = self._type_delta.get((cluster, key, gpu_type), 0) + milli
+
+    def borrowing(self, tenant: str | None, cluster: int, gpu_type: str) -> bool:
+        """Whether ``tenant`` holds more than its quota (of ``gpu_type``) in ``cluster``."""
+        room = self.room(tenant, cluster, gpu_type)
+        return room is not None and room < 0
