@@ -135,7 +135,14 @@ def plan(spec: ExperimentSpec) -> list[RunTask]:
 
 
 #: (section, field, default) of scenario fields added after stores existed (see scenario_hash)
-ADDED_LATER = (("scheduler", "reserve", "none"), ("scheduler", "reserve_depth", 1))
+ADDED_LATER = (("scheduler", "reserve", "none"), ("scheduler", "reserve_depth", 1),
+               ("scheduler", "quota", "none"), ("scheduler", "reclaim", "preempt"),
+               ("workload", "tenant_mix", None))
+#: the same for each cluster's fields (tenants' quotas came later)
+CLUSTER_ADDED_LATER = (("tenants", []), ("quota_schedule", None))
+#: keys a section's ``known_keys`` list gained later (the list is validation metadata, kept in the hash
+#: only as it was when the first stores were written)
+KNOWN_KEYS_ADDED_LATER = {"scheduler": ("quota", "reclaim"), "workload": ("tenant_mix",)}
 
 
 def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
@@ -151,6 +158,14 @@ def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
     for section, key, default in ADDED_LATER:
         if data.get(section, {}).get(key) == default:
             data[section].pop(key)
+    for section, names in KNOWN_KEYS_ADDED_LATER.items():
+        known = data.get(section, {}).get("known_keys")
+        if isinstance(known, list):
+            data[section]["known_keys"] = [k for k in known if k not in names]
+    for cluster in data.get("clusters", []):
+        for key, default in CLUSTER_ADDED_LATER:
+            if cluster.get(key) == default:
+                cluster.pop(key)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
