@@ -1,0 +1,42 @@
+"""The docs site's hooks (docs/hooks/links.py): page mentions become site links, code stays code.
+
+`mkdocs build --strict` itself runs in .ci/run (it needs the docs extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("docs_links_hook", ROOT / "docs" / "hooks" / "links.py")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:  # mkdocs is in the docs extra
+        import pytest
+
+        pytest.skip(f"{exc.name} is not installed; pip install -e '.[docs]'")
+    return module
+
+
+def test_mentions_become_links_relative_to_the_page():
+    link = _hooks().link_mentions
+    assert link("see docs/evo.md, Speed.\n") == "see [docs/evo.md](evo.md), Speed.\n"
+    assert link("(`docs/engine.md`)\n") == "([docs/engine.md](engine.md))\n"
+    assert link("docs/learning.md#time\n", "api") == "[docs/learning.md#time](../learning.md#time)\n"
+
+
+def test_code_and_existing_links_stay():
+    link = _hooks().link_mentions
+    text = ("```toml\n[compare]  # see docs/assignment.md\n```\n"
+            "[docs/evo.md](evo.md#speed) and `python x docs/rl.md --flag`\n")
+    assert link(text) == text
+
+
+def test_the_readme_is_the_home_page_with_site_links():
+    home = _hooks().readme_as_index()
+    assert "](docs/" not in home
+    assert "](plots.md)" in home and "](img/philly_gantt.png)" in home
