@@ -44,6 +44,8 @@ from simsched.workloads.registry import ReadContext
 
 SOURCES = ("csv", "philly", "pai", "helios", "itp", "openb", "synthetic")
 ALLOCATIONS = ("home", "round_robin", "random", "mct")
+#: ``[scheduler] decide_on``: when plans and allocations are made (docs/evo.md, "The trigger")
+DECIDE_ON = ("event", "arrival")
 
 #: keys the workload layer handles itself; everything else goes to the reader/generator
 WORKLOAD_COMMON = (
@@ -54,7 +56,7 @@ WORKLOAD_COMMON = (
 
 SCHEDULER_COMMON = (
     "policy", "placement", "backfill", "allocation", "heterogeneous", "interval_s",
-    "restart_penalty_s", "quota", "reclaim",
+    "restart_penalty_s", "quota", "reclaim", "decide_on",
 )  # fmt: skip
 BACKFILL_MODES = ("none", "greedy", "easy", "conservative")
 
@@ -91,6 +93,7 @@ class SchedulerSpec:
     heterogeneous: bool = False
     interval_s: float | None = None
     restart_penalty_s: float = 0.0
+    decide_on: str = "event"  # "arrival": plans/allocations only when a job arrives (docs/evo.md)
     options: dict[str, Any] = field(default_factory=dict)  # policy-specific keys
     known_keys: tuple[str, ...] = SCHEDULER_COMMON  # read here; listed in the policy's "valid keys"
     reserve: str = "none"  # backfill = "easy" | "conservative": reservations (SPEC §3)
@@ -169,7 +172,8 @@ class Scenario:
         table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement,
                                  "backfill": spec.backfill_setting,
                                  "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
-                                 "restart_penalty_s": spec.restart_penalty_s, "quota": spec.quota}
+                                 "restart_penalty_s": spec.restart_penalty_s, "quota": spec.quota,
+                                 "decide_on": spec.decide_on}
         if spec.quota == "borrow":
             table["reclaim"] = spec.reclaim
         if spec.interval_s is not None:
@@ -613,6 +617,7 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
         heterogeneous=p.get("heterogeneous", bool, False),
         interval_s=p.get("interval_s", float, None, min_value=0, exclusive_min=True),
         restart_penalty_s=p.get("restart_penalty_s", float, 0.0, min_value=0),
+        decide_on=p.get("decide_on", str, "event", choices=DECIDE_ON),
         options=p.rest(SCHEDULER_COMMON + ("reserve_depth",)),
     )
     p.finish()

@@ -14,6 +14,20 @@ case: per-group units per worker and run times differ.
   by the planner's finish time, the queue order giving the planner's priority.
 - :class:`GpOrdering` (``policy = "gp"``): a queue ordering by a priority graph.
 
+When plans are made (``decide_on``, docs/evo.md "The trigger"): with ``"event"`` (the
+default) every decision, after any arrival or completion, allocates and plans anew. With
+``"arrival"`` (the paper: the scheduler "is triggered upon each job arrival") the allocation
+and the planner run only at a decision whose queue holds a job the last plan did not place (a
+new arrival; planner schedulers preempt only their own moved jobs, which the plan places).
+Between arrivals each planned job starts at its planned start S_j on its planned nodes. Every
+S_j is ``now`` or the finish time of a job the plan placed before it (Eq. 12), run times are
+known and the engine decides after every completion, so each S_j is a decision time and the
+plan stays exact until the next arrival; a planned job whose nodes are not yet free at its S_j
+(float rounding of equal times, or a zero-duration job's nodes held until its finish event at
+the same instant) starts at the next decision that finds them free. For ``mct-<policy>``
+``"arrival"`` re-decides the MCT clusters only when the queue holds a job it has not allocated
+(an arrival, or a job a preemptive policy put back); the policy dispatches at every event.
+
 Who may move (SPEC §6): queued jobs always; a running job only under
 ``evo-gp`` with ``migrate = true`` (the default), only if it runs outside its
 home cluster (running at home = not preemptible). With ``migrate = false``
@@ -24,6 +38,7 @@ when the plan puts it at ``now``.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -143,8 +158,9 @@ class Problem:
             kind=self.kind, w=self.w, overhead=self.overhead,
         )
 
-    def decision(self, assignment: np.ndarray) -> Decision:
+    def decision(self, assignment: np.ndarray, later: list[Planned] | None = None) -> Decision:
         """Preempt moved running jobs; start every job the final per-group plan puts at now.
+        With ``later`` (a list), append every job the plan starts after now to it.
 
         A job of zero duration planned at ``now`` holds no capacity in the plan (its
         interval [now, now) is empty, Eq. 12), but the engine holds its nodes until its
@@ -161,7 +177,10 @@ class Problem:
                    if self.current[j] >= 0 and assignment[j] == self.current[j]]
         states = self.cluster_states([*self.fixed, *staying])
         order_all = np.lexsort((np.arange(len(self.jobs)), self.priority))
+        rank = np.empty(len(self.jobs), dtype=np.int64)
+        rank[order_all] = np.arange(len(self.jobs))
         starts: list[tuple[Start, int, bool]] = []  # start, units per worker, zero duration
+        ranks: list[int] = []  # each start's place in the priority order
         for p, (group, state) in enumerate(zip(self.groups, states)):
             order = np.array([j for j in order_all if assignment[j] == p and self.current[j] != p],
                              dtype=np.int64)
@@ -174,7 +193,17 @@ class Problem:
                     nodes = tuple(group.nodes[int(i)] for i in plan.nodes(int(j)))
                     starts.append((Start(self.jobs[j].job_id, nodes), int(self.per_worker[j, p]),
                                    not plan.finish[j] > now))
-        return Decision(self._startable(starts, moved), tuple(self.jobs[j].job_id for j in moved))
+                    ranks.append(int(rank[j]))
+                elif later is not None:
+                    nodes = tuple(group.nodes[int(i)] for i in plan.nodes(int(j)))
+                    later.append(Planned(float(plan.start[j]), int(rank[j]), self.jobs[j].job_id, nodes,
+                                         int(self.per_worker[j, p])))
+        chosen = self._startable(starts, moved)
+        if later is not None and len(chosen) < len(starts):  # planned at now, started at a later decision
+            started = {start.job_id for start in chosen}
+            later.extend(Planned(now, r, start.job_id, start.nodes, units)
+                         for (start, units, _), r in zip(starts, ranks) if start.job_id not in started)
+        return Decision(chosen, tuple(self.jobs[j].job_id for j in moved))
 
     def _startable(self, starts: list[tuple[Start, int, bool]], moved: list[int]) -> tuple[Start, ...]:
         """All ``starts``, or only the zero-duration ones that fit when they do not all fit (see decision)."""
@@ -204,6 +233,18 @@ class Problem:
         return tuple(chosen)
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Planned:
+    """A job a plan starts after ``now``: at ``start`` (S_j) on ``nodes``, ``units`` per worker;
+    ``rank`` is its place in the priority order (ties at one start time go in that order)."""
+
+    start: float
+    rank: int
+    job_id: str
+    nodes: tuple[int, ...]
+    units: int
+
+
 def _time_left(job: JobView, view: SchedulerView) -> float:
     """Seconds until a running job finishes at its current speed (restart penalty included)."""
     penalty_left = max(0.0, job.run_start + job.run_penalty - view.now)
@@ -218,7 +259,8 @@ class PlannerScheduler:
                  rng: np.random.Generator | None = None, population: int = 100, generations: int = 200,
                  mutation_rate: float = 0.1, time_budget_s: float | None = None,
                  stagnation: int | None = None, seed_with: tuple[str, ...] = (), migrate: bool = True,
-                 kind: str = "eq5", w: float = 0.5, restart_penalty_s: float = 0.0) -> None:
+                 kind: str = "eq5", w: float = 0.5, restart_penalty_s: float = 0.0,
+                 decide_on: str = "event") -> None:
         if allocation not in ("mct", "evo"):
             raise ValueError(f"allocation must be 'mct' or 'evo', got {allocation!r}")
         if allocation == "evo" and rng is None:
@@ -233,13 +275,26 @@ class PlannerScheduler:
         self.restart_penalty_s = restart_penalty_s
         self.ea_options = dict(n=population, generations=generations, mutation_rate=mutation_rate,
                                time_budget_s=time_budget_s, stagnation=stagnation, seed_with=tuple(seed_with))
-        self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0}
+        if decide_on not in ("event", "arrival"):
+            raise ValueError(f"decide_on must be 'event' or 'arrival', got {decide_on!r}")
+        self.decide_on = decide_on
+        #: decide_on = "arrival": the last plan's later starts, by (start, rank), not yet started
+        self.planned: list[Planned] = []
+        self._planned_ids: set[str] = set()  # job ids the last plan placed (started or not)
+        self._seen_seq = -1  # the largest queue_seq the last decision saw
+        self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0, "plans": 0}
 
     def describe(self) -> str:
         return f"{self.allocation}-gp, f = {infix(self.priority)}"
 
     def decide(self, view: SchedulerView) -> Decision:
         self.stats["decisions"] += 1
+        if self.decide_on == "arrival":
+            fresh = view.queued_after(self._seen_seq)
+            if fresh:
+                self._seen_seq = fresh[0].queue_seq
+            if not any(job.job_id not in self._planned_ids for job in fresh):
+                return self._follow(view)
         queued = list(view.queue)
         movable: list[JobView] = []
         fixed: list[JobView] = []
@@ -262,9 +317,39 @@ class PlannerScheduler:
             self.stats["ea_runs"] += 1
             self.stats["ea_seconds"] += result.elapsed_s
             assignment = result.assignment
-        decision = problem.decision(assignment)
+        self.stats["plans"] += 1
+        if self.decide_on == "arrival":
+            later: list[Planned] = []
+            decision = problem.decision(assignment, later)
+            self.planned = sorted(later)
+            self._planned_ids = {job.job_id for job in jobs}
+        else:
+            decision = problem.decision(assignment)
         self.stats["migrations"] += len(decision.preempts)
         return decision
+
+    def _follow(self, view: SchedulerView) -> Decision:
+        """``decide_on = "arrival"`` between arrivals: start the planned jobs due now (S_j <= now,
+        up to float rounding) whose planned nodes are free, in priority order; the others wait."""
+        if not self.planned:
+            return Decision()
+        now = view.now
+        due_end = bisect.bisect_right(self.planned, now + 1e-9 * max(1.0, abs(now)),
+                                      key=lambda planned: planned.start)
+        if due_end == 0:
+            return Decision()
+        due = sorted(self.planned[:due_end], key=lambda planned: planned.rank)
+        free = list(view.free)
+        starts, waiting = [], []
+        for planned in due:
+            if all(free[n] >= planned.units * planned.nodes.count(n) for n in planned.nodes):
+                for n in planned.nodes:
+                    free[n] -= planned.units
+                starts.append(Start(planned.job_id, planned.nodes))
+            else:
+                waiting.append(planned)
+        self.planned = sorted(waiting) + self.planned[due_end:]
+        return Decision(tuple(starts))
 
 
 class MctAllocation(Allocation):
@@ -273,11 +358,14 @@ class MctAllocation(Allocation):
 
     name = "mct"
 
-    def __init__(self, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, rng: np.random.Generator | None = None, decide_on: str = "event") -> None:
         super().__init__(rng)
         self._decided: dict[str, int] = {}
+        self.decide_on = decide_on
 
     def prepare(self, view: SchedulerView, ordered: Sequence[JobView]) -> None:
+        if self.decide_on == "arrival" and all(job.job_id in self._decided for job in ordered):
+            return  # no job it has not allocated: the clusters of the last allocation stand
         self._decided = {}
         if not ordered:
             return

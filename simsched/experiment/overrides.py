@@ -74,6 +74,8 @@ def scheduler_table(spec: SchedulerSpec) -> dict[str, Any]:
         table["interval_s"] = spec.interval_s
     if spec.reserve_depth != 1:
         table["reserve_depth"] = spec.reserve_depth
+    if spec.decide_on != "event":
+        table["decide_on"] = spec.decide_on
     table.update(spec.options)
     return table
 

@@ -20,10 +20,16 @@ from simsched.policies.user import load_user_policy
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS",
            "policy_names", "build_scheduler", "load_user_policy", "resolve_policy_ref"]
 
-def _mct(rng=None) -> Allocation:
+def _mct(rng=None, decide_on: str = "event") -> Allocation:
     from simsched.evo.scheduler import MctAllocation  # numba-compiled planner: import on demand
 
-    return MctAllocation(rng)
+    return MctAllocation(rng, decide_on)
+
+
+def _allocation(name: str, rng, decide_on: str) -> Allocation:
+    """The allocation ``name``; ``decide_on`` matters to MCT only (the others decide once per job,
+    when they first see it, which is at its arrival either way)."""
+    return _mct(rng, decide_on) if name == "mct" else ALLOCATIONS[name](rng)
 
 
 #: every cluster allocation by scenario name (SPEC §4)
@@ -82,7 +88,7 @@ def _priority(options, base_dir: Path):
 
 
 def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, objective,
-                       restart_penalty_s: float) -> Scheduler:
+                       restart_penalty_s: float, decide_on: str = "event") -> Scheduler:
     from simsched.evo.scheduler import PlannerScheduler
 
     graph = _priority(options, base_dir)
@@ -105,7 +111,8 @@ def _planner_scheduler(policy: str, options, base_dir: Path, rng_for, weights, o
         rng = rng_for("optimizer")
     kind, w = ("eq5", 0.5) if objective is None else (objective.kind, objective.w)
     return PlannerScheduler(graph, allocation="evo" if policy == "evo-gp" else "mct", weights=weights,
-                            rng=rng, kind=kind, w=w, restart_penalty_s=restart_penalty_s, **ea)
+                            rng=rng, kind=kind, w=w, restart_penalty_s=restart_penalty_s, decide_on=decide_on,
+                            **ea)
 
 
 def ea_rng(optimizer: Any, k: int) -> Any:
@@ -124,9 +131,14 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
     options.allow(*getattr(spec, "known_keys", ()))  # read by the scenario: "valid keys" lists them too
     if spec.policy in PLANNER_POLICIES:
         scheduler = _planner_scheduler(spec.policy, options, base_dir, rng_for, weights, objective,
-                                       spec.restart_penalty_s)
+                                       spec.restart_penalty_s, getattr(spec, "decide_on", "event"))
         options.finish()
         return scheduler
+    decide_on = getattr(spec, "decide_on", "event")
+    if decide_on != "event" and (spec.policy == RL_POLICY or ":" in spec.policy):
+        raise options.error("decide_on", f"{decide_on!r} applies to the planner schedulers (mct-gp, evo-gp) and "
+                                         f"the built-in queue policies; policy {spec.policy!r} decides at every "
+                                         'event: use decide_on = "event"')
     if spec.policy == RL_POLICY:
         from simsched.rl.policy import build_rl_policy
 
@@ -149,7 +161,7 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
                                       'backfill = true or false with it')
     if policy in PREEMPTIVE:
         scheduler = PREEMPTIVE[policy](options, placement=PLACEMENTS[spec.placement](),
-                                       allocation=ALLOCATIONS[spec.allocation](rng_for("allocation")),
+                                       allocation=_allocation(spec.allocation, rng_for("allocation"), decide_on),
                                        backfill=spec.backfill, interval_s=spec.interval_s)
         options.finish()
         return scheduler
@@ -167,7 +179,7 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
         ordering = GpOrdering(_priority(options, base_dir))
     else:
         ordering = ORDERINGS[ordering_name]
-    allocation = ALLOCATIONS[allocation_name](rng_for("allocation"))
+    allocation = _allocation(allocation_name, rng_for("allocation"), decide_on)
     options.finish()
     return QueueScheduler(ordering, PLACEMENTS[placement_name](), allocation, spec.backfill,
                           reserve=spec.reserve, reserve_depth=spec.reserve_depth)
