@@ -92,6 +92,8 @@ class RunTask:
     keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
     nodes_per_type: int | None = None
     settings: tuple[tuple[str, Any], ...] = ()  # --set dotted keys, applied last
+    #: on Ray: the scenario prepared on the driver (the worker need not read its files; simsched.shipping)
+    resolved: Any = None
 
 
 @dataclass
@@ -361,14 +363,15 @@ class DecideTimeout(InputError):
     """A decide() call ran longer than ``--decide-timeout`` seconds."""
 
 
-def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None) -> dict[str, Any]:
+def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None,
+                     shipped: Any = None) -> dict[str, Any]:
     """:func:`run_task` with the grading guards: a decide() longer than ``decide_timeout`` seconds is
     stopped (SIGALRM in the process that runs it), and with ``keep_going`` a run whose policy fails
     comes back as ``{..., "_failed": one line}`` instead of stopping the comparison."""
     from simsched.errors import SimschedError
 
     try:
-        return run_task(task, decide_timeout)
+        return run_task(task, decide_timeout, shipped)
     except SimschedError as exc:
         if not keep_going:
             raise
@@ -404,14 +407,21 @@ def _alarm(signum, frame) -> None:
     raise DecideTimeout("decide() ran past --decide-timeout")
 
 
-def run_task(task: RunTask, decide_timeout: float | None = None) -> dict[str, Any]:
-    """Run one task (in a worker process): load the scenario by path, override, simulate."""
-    from simsched.api import simulation
-
+def prepared(task: RunTask) -> Any:
+    """The task's scenario: loaded by path, its scheduler and the overrides applied."""
     scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
     if task.nodes_per_type is not None:
         scenario = scenario.with_overrides(nodes_per_type=task.nodes_per_type)
-    scenario = _with_settings(scenario, dict(task.settings))
+    return _with_settings(scenario, dict(task.settings))
+
+
+def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = None) -> dict[str, Any]:
+    """Run one task (in a worker process): load the scenario by path (or take the one the driver
+    prepared, with the files ``shipped`` along on Ray), override, simulate."""
+    from simsched.api import simulation
+    from simsched.shipping import localize
+
+    scenario = prepared(task) if task.resolved is None else localize(task.resolved, shipped)
     ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
     if decide_timeout is not None:
         ready.engine.scheduler = _TimedDecide(ready.engine.scheduler, decide_timeout)
@@ -497,7 +507,9 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     try:
         try:
             with TaskRunner(executor, workers, address) as runner:
-                results = runner.map(run_task_guarded, [(tasks[i], keep_going, decide_timeout) for i in todo],
+                sent, shipped = _for_ray(runner, [tasks[i] for i in todo]) if executor == "ray" \
+                    else ([tasks[i] for i in todo], None)
+                results = runner.map(run_task_guarded, [(task, keep_going, decide_timeout, shipped) for task in sent],
                                      on_task=on_task if progress else None, on_each=keep)
         except BrokenProcessPool:
             results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout)
@@ -529,6 +541,29 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
                                    if failed else tasks, said)
     result.failed = failed
     return result
+
+
+def _for_ray(runner: TaskRunner, tasks: list[RunTask]) -> tuple[list[RunTask], Any]:
+    """Tasks that carry their prepared scenario, and the files those scenarios name put in Ray's
+    object store once, so a worker needs neither the scenario files nor the traces
+    (simsched.shipping). A task whose scenario fails to prepare goes as it is: its worker reports
+    the error, as a local run would (a failed row under --keep-going)."""
+    from simsched.errors import SimschedError
+    from simsched.shipping import Shipment, files_of
+
+    ready: dict[tuple, Any] = {}
+    sent: list[RunTask] = []
+    files: list[Path] = []
+    for task in tasks:
+        key = (task.instance, task.scheduler, repr(task.options), task.nodes_per_type, task.settings)
+        if key not in ready:
+            try:
+                ready[key] = prepared(task)
+                files += files_of(ready[key])
+            except SimschedError:
+                ready[key] = None
+        sent.append(replace(task, resolved=ready[key]))
+    return sent, (Shipment(files, runner.put).handle if files else None)
 
 
 def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[int, dict[str, Any]],

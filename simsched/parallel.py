@@ -178,6 +178,12 @@ class TaskRunner:
                 on_result(len(results))
         return results
 
+    def put(self, value: Any) -> Any:
+        """Place ``value`` in Ray's object store once (for many tasks to share); Ray only."""
+        if self._ray is None:
+            self._start_ray()
+        return self._ray.put(value)
+
     def cluster_status(self) -> str | None:
         """``"N nodes, R running, K retried"`` while Ray runs the tasks (nodes alive, CPUs busy, tasks
         retried so far), asked of the cluster at most once a second; None on local processes."""

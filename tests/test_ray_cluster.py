@@ -217,3 +217,102 @@ def test_an_experiment_whose_files_the_workers_cannot_see_completes_with_the_ser
     theirs = compute(serial.results, spec)
     for name in ("cases", "summary", "instance_ranks", "tests"):
         pd.testing.assert_frame_equal(getattr(ours, name), getattr(theirs, name))
+
+
+TRACE_SCENARIO = """
+name = "t"
+seed = 1
+[[cluster]]
+name = "c0"
+nodes = [{ count = 3, gpus = 4, gpu_type = "V100" }]
+[workload]
+source = "csv"
+path = "data/jobs.csv"
+[scheduler]
+policy = "fifo"
+"""
+
+TRACE_SPEC = """
+name = "ray-shipped"
+scenarios = ["t.toml"]
+schedulers = ["fifo", "sjf", "student_policy.py:StudentPolicy"]
+seeds = 3
+metric = "avg_wait"
+"""
+
+
+def test_a_trace_and_a_policy_file_the_workers_cannot_see_travel_with_the_tasks(
+        tmp_path: Path, cluster, monkeypatch) -> None:
+    """A job CSV and a policy file (relative names, in a sub-folder) are read by the workers when a
+    run starts. The driver ships them (simsched.shipping); the folder is deleted before the first
+    task reaches Ray, so the workers read the shipped copies, and every row equals a serial run's."""
+    import shutil
+
+    import numpy as np
+
+    import simsched.experiment.runner as runner_module
+
+    nodes, _ = cluster
+    checkout = tmp_path / "checkout"
+    (checkout / "data").mkdir(parents=True)
+    rng = np.random.default_rng(7)
+    rows = [f"{i},{i * 60},{int(rng.integers(300, 4000))},{int(rng.choice([1, 2, 4]))},1,"
+            f"{int(rng.integers(1, 5))},,," for i in range(150)]
+    (checkout / "data" / "jobs.csv").write_text("job_id,submit,duration,gpus,workers,weight,deadline,"
+                                                "home_cluster,gpu_type\n" + "\n".join(rows) + "\n")
+    shutil.copy(REPO / "tests" / "student_policy.py", checkout / "student_policy.py")
+    (checkout / "t.toml").write_text(TRACE_SCENARIO)
+    (checkout / "spec.toml").write_text(TRACE_SPEC)
+    spec = load_spec(checkout / "spec.toml")
+    serial = run_experiment(spec, tmp_path / "serial", workers=1)
+
+    shipped: list = []
+    real_ship = runner_module._ship
+
+    def spy(runner, tasks):
+        handle = real_ship(runner, tasks)
+        shipped.append(handle)
+        shutil.rmtree(checkout)  # shipped; from now on only the object store has the files
+        return handle
+
+    monkeypatch.setattr(runner_module, "_ship", spy)
+    on_ray = run_experiment(spec, tmp_path / "ray", executor="ray", address=nodes.address)
+    assert not checkout.exists() and len(on_ray.results) == 9
+    assert shipped and shipped[0] is not None
+    pd.testing.assert_frame_equal(on_ray.results.drop(columns="wall_s"), serial.results.drop(columns="wall_s"),
+                                  check_dtype=False)
+
+
+def test_compare_on_ray_ships_the_scenario_its_trace_and_its_policy_file(tmp_path: Path, cluster,
+                                                                          monkeypatch) -> None:
+    """compare --executor ray: the driver prepares each task's scenario and ships the files it names,
+    so workers that cannot see the scenario folder give the serial table."""
+    import shutil
+
+    import simsched.compare as compare_module
+    from simsched.compare import compare_spec, run_compare
+
+    nodes, _ = cluster
+    checkout = tmp_path / "checkout"
+    (checkout / "data").mkdir(parents=True)
+    rows = [f"{i},{i * 45},{500 + (97 * i) % 3000},{1 + i % 4},1,{1 + i % 3},,," for i in range(120)]
+    (checkout / "data" / "jobs.csv").write_text("job_id,submit,duration,gpus,workers,weight,deadline,"
+                                                "home_cluster,gpu_type\n" + "\n".join(rows) + "\n")
+    shutil.copy(REPO / "tests" / "student_policy.py", checkout / "student_policy.py")
+    (checkout / "t.toml").write_text(TRACE_SCENARIO)
+    spec = compare_spec(checkout / "t.toml", schedulers=["fifo", "srsf", "student_policy.py:StudentPolicy"],
+                        seeds=2)
+    serial = run_compare(spec, workers=1)
+    real = compare_module._for_ray
+
+    def then_gone(runner, tasks):
+        sent = real(runner, tasks)
+        shutil.rmtree(checkout)  # shipped: from now on only the object store has the files
+        return sent
+
+    monkeypatch.setattr(compare_module, "_for_ray", then_gone)
+    on_ray = run_compare(spec, executor="ray", address=nodes.address)
+    assert not checkout.exists()
+    pd.testing.assert_frame_equal(on_ray.table, serial.table)
+    pd.testing.assert_frame_equal(on_ray.runs.drop(columns=[c for c in on_ray.runs if "wall" in c]),
+                                  serial.runs.drop(columns=[c for c in serial.runs if "wall" in c]))

@@ -25,6 +25,7 @@ from simsched.experiment.store import ResultStore, in_plan_order, read_decisions
 from simsched.inputs import check_outputs, note_read, scenario_inputs
 from simsched.interrupts import deferred, exit_code, received
 from simsched.parallel import TaskRunner
+from simsched.shipping import Handle, Shipment, files_of, localize
 
 #: summary entries that are not metrics of the run (provenance, flags)
 NOT_METRICS = ("seed", "partial", "wall_time_s")
@@ -54,12 +55,13 @@ def metrics_of(summary: dict[str, Any]) -> dict[str, Any]:
             if key not in NOT_METRICS and isinstance(value, (int, float)) and not isinstance(value, bool)}
 
 
-def execute(task: RunTask) -> dict[str, Any]:
-    """Run one task (in a worker process or on a Ray node) and return its row and records."""
+def execute(task: RunTask, shipped: Handle | None = None) -> dict[str, Any]:
+    """Run one task (in a worker process or on a Ray node) and return its row and records.
+    ``shipped``: the input files sent with the task (simsched.shipping; Ray only)."""
     from simsched.api import simulation
 
     started = time.perf_counter()
-    ready = simulation(task.resolved)
+    ready = simulation(localize(task.resolved, shipped))
     timed = None
     if "decisions" in task.record:
         timed = TimedScheduler(ready.engine.scheduler)
@@ -149,6 +151,19 @@ def _check_inputs_kept(spec: ExperimentSpec, tasks: list[RunTask], out: Path) ->
     check_outputs([out / name for name in EXPERIMENT_FILES], [out / "jobs", out / "plots"])
 
 
+def _ship(runner: TaskRunner, tasks: list[RunTask]) -> Handle | None:
+    """Put the files the tasks' scenarios name (traces, policy and priority files) in Ray's object
+    store once, for workers that do not share this machine's file system (simsched.shipping)."""
+    files: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    for task in tasks:
+        key = (id(task.resolved.workload), id(task.resolved.scheduler))
+        if key not in seen:
+            seen.add(key)
+            files += files_of(task.resolved)
+    return Shipment(files, runner.put).handle if files else None
+
+
 def _identity_text(task: RunTask) -> tuple[str, ...]:
     """A task's identity columns as results.csv holds them (scenario .. scenario_hash)."""
     return tuple("" if v is None else str(v) for v in
@@ -182,7 +197,9 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
                 if text:
                     status(text)
 
-            for _, row in runner.imap_unordered(execute, [(task,) for task in todo],
+            shipped = _ship(runner, todo) if executor == "ray" else None
+            args = [(task,) if shipped is None else (task, shipped) for task in todo]
+            for _, row in runner.imap_unordered(execute, args,
                                                 on_wait=tell_status if status else None):
                 if row["partial"]:  # the run was interrupted (Ctrl-C reached Engine.run): never recorded
                     raise KeyboardInterrupt
