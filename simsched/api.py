@@ -237,6 +237,9 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
 
         tenancy = build_tenancy(fleet, spec.quota, spec.reclaim)
         scheduler = QuotaScheduler(scheduler, spec.quota, spec.reclaim, PLACEMENTS[spec.placement]())
+    elif hasattr(scheduler, "bind_quotas") and any(c.tenants or c.quota_schedule is not None for c in fleet.clusters):
+        # fair-share policies weight tenants by their quotas even when nothing enforces them
+        scheduler.bind_quotas(build_tenancy(fleet, "none", spec.reclaim))
     engine = Engine(fleet, specs, scheduler, EngineConfig(
         heterogeneous=spec.heterogeneous,
         restrict_to_home=restrict,

@@ -11,6 +11,9 @@ from simsched.errors import InputError
 from simsched.policies.allocation import ALLOCATIONS as CLASSIC_ALLOCATIONS
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, Scheduler, SchedulerView, Start
+from simsched.policies.drf import build_drf
+from simsched.policies.ftf import build_ftf
+from simsched.policies.maxmin_hetero import build_maxmin_hetero
 from simsched.policies.ordering import ORDERINGS
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.preemptive import PREEMPTIVE, PREEMPTIVE_VARIANT
@@ -44,6 +47,14 @@ BASELINES: dict[str, tuple[str, str]] = {
 # "lyra" is both an ordering and the baseline lyra + best_fit: the ordering entry serves both.
 
 
+#: fair-share schedulers between tenants (docs/comparison.md): builder(options, placement=, allocation=,
+#: backfill=, interval_s=); they weight tenants by their quotas whatever scheduler.quota says
+FAIR_SHARE: dict[str, Callable[..., Scheduler]] = {
+    "drf": build_drf,
+    "ftf": build_ftf,
+    "maxmin-hetero": build_maxmin_hetero,
+}
+
 #: planner-driven schedulers of SPEC §6 (simsched.evo.scheduler)
 PLANNER_POLICIES = ("mct-gp", "evo-gp")
 
@@ -58,7 +69,7 @@ def _mct_names() -> set[str]:
 
 def policy_names() -> list[str]:
     """Every built-in scenario name for ``scheduler.policy``."""
-    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | {"gp", RL_POLICY, *PLANNER_POLICIES} | _mct_names())
+    return sorted(set(ORDERINGS) | set(BASELINES) | set(PREEMPTIVE) | set(FAIR_SHARE) | {"gp", RL_POLICY, *PLANNER_POLICIES} | _mct_names())
 
 
 def effective_allocation(spec) -> str:
@@ -159,6 +170,16 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
         raise options.error("policy", f'{policy!r} is preemptive and walks its own way; backfill = '
                                       f'"{spec.reserve}" (reservations) works with the queue-order policies; use '
                                       'backfill = true or false with it')
+    if policy in FAIR_SHARE:
+        if spec.reserve != "none":
+            raise options.error("policy", f'{policy!r} walks the queue tenant by tenant; backfill = '
+                                          f'"{spec.reserve}" (reservations) works with the queue-order policies; '
+                                          'use backfill = true or false with it')
+        scheduler = FAIR_SHARE[policy](options, placement=PLACEMENTS[spec.placement](),
+                                       allocation=ALLOCATIONS[spec.allocation](rng_for("allocation")),
+                                       backfill=spec.backfill, interval_s=spec.interval_s)
+        options.finish()
+        return scheduler
     if policy in PREEMPTIVE:
         scheduler = PREEMPTIVE[policy](options, placement=PLACEMENTS[spec.placement](),
                                        allocation=_allocation(spec.allocation, rng_for("allocation"), decide_on),

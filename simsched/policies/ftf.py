@@ -1,0 +1,116 @@
+"""``ftf``: finish-time fairness after Themis (Mahajan et al., NSDI 2020).
+
+Themis calls a job's finish-time fairness ρ = T_shared / T_alone: the time it
+takes in the shared cluster over the time it would take alone on its fair
+share, and gives GPUs to the jobs with the largest ρ (the ones treated worst).
+simsched estimates ρ online, at each decision, for every queued job of
+tenant t:
+
+    T_shared = (now - submit) + remaining time on its fastest GPU type
+    T_alone  = execution time on its fastest type x max(1, D_t / Q_t)
+
+D_t = GPUs demanded by t's queued and running jobs; Q_t = the GPUs t is
+entitled to (its quotas summed over clusters, or with no quotas the fleet's
+GPUs / the number of active tenants; simsched.policies.shares). A tenant that
+asks for more than its share would wait even alone on that share, so its
+T_alone stretches by D_t / Q_t; a tenant within its share is owed its jobs'
+bare run times. (The after-the-fact ρ metric in summary.json uses the same
+definition with the real finish time.)
+
+One decision: queued jobs in decreasing ρ (ties: submit, input order), each
+started on the fastest GPU type that fits now in its cluster; with
+``backfill = false`` the walk stops, per cluster, at the first job that does
+not fit (as the queue policies do).
+
+Deviations from Themis: no auction and no leases. Themis runs a partial
+auction among the apps with the worst ρ every lease period and lets leases
+expire (a form of preemption); here ρ only orders the queue and nothing is
+preempted. ρ is per job, with the tenant's demand and share standing in for
+Themis' app-level contention.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simsched.policies.allocation import Allocation
+from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
+from simsched.policies.placement import Placement
+from simsched.policies.queue import _over_quota, place_job
+from simsched.policies.shares import QuotaSource, entitlements
+
+
+def rho_estimate(job: JobView, now: float, remaining: float, contention: float) -> float:
+    """ρ of a queued job now: ``remaining`` seconds on its fastest type, ``contention`` = max(1, D_t / Q_t)."""
+    speed = max(o.speed for o in job.options)
+    alone = job.duration / speed * contention
+    shared = (now - job.submit) + remaining
+    if alone <= 0:
+        return math.inf if shared > 0 else 1.0
+    return shared / alone
+
+
+def contention(demand: float, entitled: float) -> float:
+    """max(1, D_t / Q_t); inf when the tenant is entitled to nothing."""
+    if entitled <= 0:
+        return math.inf
+    return max(1.0, demand / entitled)
+
+
+class FtfScheduler(QuotaSource):
+    """Largest estimated finish-time fairness ρ first (see the module docstring)."""
+
+    name = "ftf"
+    supports_admission = True  # the walk checks quotas as it places (simsched.policies.quota)
+    by_tenant = False
+
+    def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True) -> None:
+        super().__init__()
+        self.placement = placement
+        self.allocation = allocation
+        self.backfill = backfill
+
+    def rhos(self, view: SchedulerView) -> dict[str, float]:
+        """Every queued job's estimated ρ now."""
+        demand: dict[str | None, float] = {}
+        for job in (*view.running, *view.queue):
+            demand[job.tenant] = demand.get(job.tenant, 0.0) + job.gpus
+        entitled = {t: sum(row) for t, row in entitlements(view, self.quotas(view), demand).items()}
+        factor = {t: contention(d, entitled[t]) for t, d in demand.items()}
+        now = view.now
+        out = {}
+        for job in view.queue:
+            speed = max(o.speed for o in job.options)
+            out[job.job_id] = rho_estimate(job, now, view.remaining_time(job, speed), factor[job.tenant])
+        return out
+
+    def decide(self, view: SchedulerView) -> Decision:
+        queue = view.queue
+        free = list(view.free)
+        if not queue or not any(free):
+            return EMPTY_DECISION
+        rho = self.rhos(view)
+        ordered = sorted(queue, key=lambda j: (-rho[j.job_id], j.submit, j.index))
+        groups = view.fleet.groups
+        admission = getattr(view, "admission", None)
+        failed: set[tuple] = set()
+        blocked: set[int] = set()
+        clusters = len(view.fleet.cluster_names)
+        starts: list[Start] = []
+        for job in ordered:
+            cluster = self.allocation.cluster_for(job, view)
+            if cluster in blocked:
+                continue
+            nodes = place_job(job, cluster, groups, self.placement, free, failed, skip=blocked, admission=admission)
+            if nodes is not None:
+                starts.append(Start(job.job_id, nodes))
+                if not any(free):
+                    break
+            elif not self.backfill and not _over_quota(job, cluster, admission):  # over quota: holds no line
+                blocked.update(range(clusters) if cluster is None else (cluster,))
+        return Decision(tuple(starts))
+
+
+def build_ftf(options, *, placement: Placement, allocation: Allocation, backfill: bool,
+              interval_s: float | None = None) -> FtfScheduler:
+    return FtfScheduler(placement, allocation, backfill)

@@ -1,0 +1,104 @@
+"""What the fair-share policies (``drf``, ``ftf``, ``maxmin-hetero``) know about tenants:
+each tenant's entitlement per cluster and the GPUs it holds now.
+
+**Entitlement.** In a cluster with quotas a listed tenant is entitled to its
+quota; the tenants the cluster does not list (and jobs without a tenant)
+split the pool of unlisted tenants (simsched.tenancy) equally among those of
+them that are active. In a cluster without quotas the active tenants split
+its GPUs equally. *Active* means having a job queued or running.
+
+The quotas come from ``view.tenants`` when the scenario enforces them
+(``scheduler.quota = "strict" | "borrow"``). With ``quota = "none"`` the view
+has no tenants, yet the fair-share policies still weight tenants by their
+quotas: :func:`simsched.api.simulation` hands them a quota table of their own
+through ``bind_quotas`` (:class:`~simsched.tenancy.Tenancy`, whose usage they
+never read: they count held GPUs from ``view.running``).
+
+All amounts are GPUs (floats), counted as quotas count them: milli-GPUs per
+worker on the type a job runs on (after SPEC §2's memory scaling) x workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from simsched.model import MILLI
+from simsched.policies.base import JobView, Option, SchedulerView
+
+
+def tenant_order(tenant: str | None) -> tuple[bool, str]:
+    """A total order over tenants (None, no tenant, last)."""
+    return (tenant is None, "" if tenant is None else str(tenant))
+
+
+class QuotaSource:
+    """Where a fair-share policy reads quotas: the view's tenants, else the table bound to it."""
+
+    def __init__(self) -> None:
+        self._bound = None
+
+    def bind_quotas(self, tenancy) -> None:
+        """Called before the run (quota = "none" only): the scenario's quotas, for weighting only."""
+        self._bound = tenancy
+
+    def quotas(self, view: SchedulerView):
+        tenants = getattr(view, "tenants", None)
+        if tenants is not None:
+            return tenants
+        if self._bound is not None:
+            self._bound.update(view.now)  # dated quota tables: the row in force now
+        return self._bound
+
+
+def cluster_gpus(view: SchedulerView) -> list[float]:
+    """GPUs per cluster."""
+    fleet = view.fleet
+    out = [0.0] * len(fleet.cluster_names)
+    for cluster, capacity in zip(fleet.node_cluster, fleet.node_capacity):
+        out[cluster] += capacity / MILLI
+    return out
+
+
+def group_gpus(view: SchedulerView) -> dict[tuple[int, str], float]:
+    """GPUs per (cluster, GPU type) group."""
+    capacity = view.fleet.node_capacity
+    return {group: sum(capacity[n] for n in nodes) / MILLI for group, nodes in view.fleet.groups.items()}
+
+
+def held_gpus(job: JobView) -> float:
+    """GPUs a running job holds."""
+    return job.run_share * job.workers / MILLI
+
+
+def option_gpus(job: JobView, option: Option) -> float:
+    """GPUs ``job`` holds when it runs with ``option``."""
+    return option.per_worker * job.workers / MILLI
+
+
+def entitlements(view: SchedulerView, quotas, active: Iterable[str | None]) -> dict[str | None, list[float]]:
+    """GPUs each active tenant is entitled to, per cluster (see the module docstring)."""
+    active = sorted(set(active), key=tenant_order)
+    capacity = cluster_gpus(view)
+    out = {tenant: [0.0] * len(capacity) for tenant in active}
+    for c, gpus in enumerate(capacity):
+        if quotas is None or not quotas.limited(c):
+            for tenant in active:
+                out[tenant][c] = gpus / len(active) if active else 0.0
+            continue
+        listed = set(quotas.tenant_names(c))
+        pooled = [t for t in active if t not in listed]
+        for tenant in active:
+            quota = quotas.quota(tenant, c) or 0.0
+            out[tenant][c] = quota if tenant in listed else quota / len(pooled)
+    return out
+
+
+def has_quotas(view: SchedulerView, quotas) -> bool:
+    return quotas is not None and any(quotas.limited(c) for c in range(len(view.fleet.cluster_names)))
+
+
+def option_on(job: JobView, cluster: int, gpu_type: str) -> Option | None:
+    for option in job.options:
+        if option.cluster == cluster and option.gpu_type == gpu_type:
+            return option
+    return None

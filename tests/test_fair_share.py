@@ -1,0 +1,218 @@
+"""Fair-share schedulers between tenants (issue 20): ``drf``, ``maxmin-hetero`` and ``ftf``
+on hand-computed 2- and 3-tenant cases, under every ``scheduler.quota`` mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simsched
+from simsched.policies.maxmin_hetero import maxmin_allocation
+from tests.helpers import log, write_scenario
+
+HEADER = "job_id,submit,duration,gpus,tenant"
+MODES = ["none", "strict", "borrow"]
+
+
+def node(gpus: int, quotas: dict[str, float] | None = None, gpu_type: str = "V100") -> str:
+    text = f'[[cluster]]\nname = "c0"\nnodes = [{{ count = 1, gpus = {gpus}, gpu_type = "{gpu_type}" }}]\n'
+    for name, quota in (quotas or {}).items():
+        text += f'[[cluster.tenant]]\nname = "{name}"\ngpus = {quota}\n'
+    return text
+
+
+def starts(tmp_path, policy: str, jobs: list[str], clusters: str, quota: str = "none", header: str = HEADER,
+           extra: str = "", scheduler: str = "") -> list[tuple]:
+    path = write_scenario(tmp_path, clusters=clusters, jobs=jobs, header=header, extra=extra,
+                          scheduler=f'policy = "{policy}"\nquota = "{quota}"\n{scheduler}')
+    return [(t, e, j) for t, e, j, _ in log(simsched.run(path)) if e != "arrive"]
+
+
+# -- drf -------------------------------------------------------------------------------------------
+def test_drf_two_tenants_weighted_by_quota(tmp_path):
+    """8 GPUs, quotas a = 6, b = 2; eight 1-GPU jobs of a, then four of b, all at 0.
+
+    Progressive filling by held / quota (ties: the earlier head job): a1 (a 1/6), b1 (b 1/2),
+    a2 (2/6), a3 (3/6), tie at 1/2 -> a4 (head a4 before b2), b2 (b 1), a5 (5/6), a6 (1): full,
+    6 GPUs to a and 2 to b, as the quotas say. FIFO would give a all 8."""
+    jobs = [f"a{i},0,100,1,a" for i in range(1, 9)] + [f"b{i},0,100,1,b" for i in range(1, 5)]
+    first = ["a1", "b1", "a2", "a3", "a4", "b2", "a5", "a6"]
+    for mode in MODES:
+        folder = tmp_path / mode
+        folder.mkdir()
+        events = starts(folder, "drf", jobs, node(8, {"a": 6, "b": 2}), mode)
+        assert events[:8] == [(0, "start", j) for j in first], mode
+        # at 100 all eight end; a7, a8, b3, b4 are the queue: a 0, b 0 -> a7 (1/6), b3 (1/2), a8, b4
+        assert [e for e in events if e[0] == 100 and e[1] == "start"] == [
+            (100, "start", "a7"), (100, "start", "b3"), (100, "start", "a8"), (100, "start", "b4")], mode
+    fifo = starts(tmp_path, "fifo", jobs, node(8, {"a": 6, "b": 2}))
+    assert [j for _, e, j in fifo[:8]] == [f"a{i}" for i in range(1, 9)]
+
+
+def test_drf_three_tenants_without_quotas(tmp_path):
+    """6 GPUs, no quotas (each active tenant is entitled to 6/3 = 2): a1, a2 (2 GPUs), b1..b4
+    (1 GPU), c1 (3 GPUs), all at 0, 100 s each.
+
+    DRF at 0: a1 (a 2/2 = 1), b1 (b 1/2), c1 (c 3/2): 6 GPUs, full. At 100 (a, c gone; entitlement
+    6/2 = 3): a2 (a 2/3), b2 (b 1/3), b3 (2/3), tie at 2/3 -> a has no job left: b4. FIFO instead
+    runs a1, a2, b1, b2 at 0 and leaves c1 waiting."""
+    jobs = ["a1,0,100,2,a", "a2,0,100,2,a", "b1,0,100,1,b", "b2,0,100,1,b", "b3,0,100,1,b", "b4,0,100,1,b",
+            "c1,0,100,3,c"]
+    assert starts(tmp_path, "drf", jobs, node(6)) == [
+        (0, "start", "a1"), (0, "start", "b1"), (0, "start", "c1"),
+        (100, "finish", "a1"), (100, "finish", "b1"), (100, "finish", "c1"),
+        (100, "start", "a2"), (100, "start", "b2"), (100, "start", "b3"), (100, "start", "b4"),
+        (200, "finish", "a2"), (200, "finish", "b2"), (200, "finish", "b3"), (200, "finish", "b4")]
+    assert [j for t, e, j in starts(tmp_path, "fifo", jobs, node(6)) if t == 0] == ["a1", "a2", "b1", "b2"]
+
+
+def test_drf_dominant_share_is_over_clusters():
+    """Clusters are the resources: a tenant holding 2 GPUs of c0 (entitled to 1.5 in each of two
+    3-GPU clusters) has dominant share 2 / 1.5; one holding 1 in each has 1 / 1.5, although both
+    hold 2 GPUs. A cluster it holds GPUs in without any entitlement makes the share infinite."""
+    from simsched.policies.drf import dominant_share
+
+    assert dominant_share([2.0, 0.0], [1.5, 1.5]) == pytest.approx(4 / 3)
+    assert dominant_share([1.0, 1.0], [1.5, 1.5]) == pytest.approx(2 / 3)
+    assert dominant_share([0.0, 0.0], [0.0, 1.5]) == 0.0
+    assert dominant_share([1.0, 0.0], [0.0, 1.5]) == float("inf")
+
+
+# -- maxmin-hetero ---------------------------------------------------------------------------------
+def test_maxmin_allocation_two_tenants_two_types():
+    """a[t, r]: a runs 2x on fast and 1x on slow, b 1x and 0.25x (memory scaling halves its
+    throughput per slow GPU); 4 GPUs of each. Equal shares give E_a = 2*2 + 2*1 = 6 and
+    E_b = 2*1 + 2*0.25 = 2.5. Fast GPUs are worth more to b relative to a (1 / 0.25 against 2 / 1),
+    so b gets only fast GPUs: b = f, a = 2(4 - f) + 4; f / 2.5 = (12 - 2f) / 6 gives f = 30/11 and
+    the level 12/11 for both."""
+    x, levels = maxmin_allocation(np.array([[2.0, 1.0], [1.0, 0.25]]), np.array([4.0, 4.0]),
+                                  np.array([100.0, 100.0]), np.ones(2))
+    np.testing.assert_allclose(x, [[14 / 11, 4.0], [30 / 11, 0.0]], atol=1e-6)
+    np.testing.assert_allclose(levels, [12 / 11, 12 / 11], rtol=1e-7)
+
+
+def test_maxmin_allocation_three_tenants_water_fills():
+    """12 GPUs of one type, demands 2, 8, 8: a is capped at its demand (level 2 / 4 = 0.5), and the
+    water rises for b and c until the GPUs run out: 5 each (level 5 / 4 = 1.25). One program
+    alone would stop at the minimum (0.5) and leave b and c arbitrary."""
+    x, levels = maxmin_allocation(np.ones((3, 1)), np.array([12.0]), np.array([2.0, 8.0, 8.0]), np.ones(3))
+    np.testing.assert_allclose(x[:, 0], [2.0, 5.0, 5.0], atol=1e-6)
+    np.testing.assert_allclose(levels, [0.5, 1.25, 1.25], rtol=1e-7)
+
+
+def test_maxmin_allocation_weights_are_quotas():
+    x, levels = maxmin_allocation(np.ones((2, 1)), np.array([16.0]), np.array([100.0, 100.0]), np.array([12.0, 4.0]))
+    np.testing.assert_allclose(x[:, 0], [12.0, 4.0], atol=1e-6)
+    np.testing.assert_allclose(levels, [1.0, 1.0], rtol=1e-7)
+
+
+def test_maxmin_allocation_served_counts_memory_scaling():
+    """One slow type of 4 GPUs; b's jobs hold 2 GPUs per requested one there (served 1/2), so its
+    demand of 1 GPU takes 2 held GPUs: a (demand 10) gets the other 2."""
+    x, _ = maxmin_allocation(np.array([[1.0], [0.5]]), np.array([4.0]), np.array([10.0, 1.0]), np.ones(2),
+                             served=np.array([[1.0], [0.5]]))
+    np.testing.assert_allclose(x[:, 0], [2.0, 2.0], atol=1e-6)
+
+
+HETERO = '''[[gpu_type]]
+name = "fast"
+speedup = 2.0
+memory_gb = 32
+source = "test"
+[[gpu_type]]
+name = "slow"
+speedup = 1.0
+memory_gb = 16
+source = "test"
+[[cluster]]
+name = "c0"
+nodes = [{ count = 1, gpus = 2, gpu_type = "fast" }, { count = 1, gpus = 2, gpu_type = "slow" }]
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_maxmin_hetero_event_log(tmp_path, mode):
+    """b's jobs are typed fast (32 GB): per GPU held, 1 on fast and 0.25 on a 16 GB slow GPU (half
+    speed, two GPUs per worker). a's are typed slow (16 GB): on fast they run 2x on half a GPU (4
+    per GPU held), on slow 1. 2 fast + 2 slow GPUs; b1, b2, a1, a2 at 0, 1 GPU and 100 s each.
+
+    E_a = (4*2 + 1*2) / 2 = 5, E_b = (1*2 + 0.25*2) / 2 = 1.25. a can reach at most 4 (both jobs on
+    fast, one GPU held: level 0.8) and is fixed there; b gets the rest: 1 fast + 2 slow (1.5 / 1.25 =
+    1.2). Whole jobs, lowest level first (ties: the earlier head job): b1 on fast (b 0.8), a1 and a2
+    on fast (a 0.8), b2 on slow (its fast share is used). FIFO gives b both fast GPUs and a the slow
+    ones (a at 0.4, b at 1.6)."""
+    quotas = '[[cluster.tenant]]\nname = "a"\ngpus = 2\n[[cluster.tenant]]\nname = "b"\ngpus = 2\n'
+    clusters = HETERO + (quotas if mode != "none" else "")
+    jobs = ["b1,0,100,1,b,fast", "b2,0,100,1,b,fast", "a1,0,100,1,a,slow", "a2,0,100,1,a,slow"]
+    header = HEADER + ",gpu_type"
+    events = starts(tmp_path, "maxmin-hetero", jobs, clusters, mode, header=header, scheduler="heterogeneous = true")
+    assert events[:3] == [(0, "start", "b1"), (0, "start", "a1"), (0, "start", "a2")]
+    if mode == "strict":
+        # b2 on slow would hold 2 GPUs, b's quota 2 with b1's 1: it waits; at 50 a's jobs end
+        # (100 s of slow-type work at 2x) and b2 takes a fast GPU within its quota
+        assert events[3:] == [(50, "finish", "a1"), (50, "finish", "a2"), (50, "start", "b2"),
+                              (100, "finish", "b1"), (150, "finish", "b2")]
+    else:  # (borrow: b2 is over b's quota in the first pass, then borrows the idle slow GPUs)
+        assert events[3:] == [(0, "start", "b2"), (50, "finish", "a1"), (50, "finish", "a2"),
+                              (100, "finish", "b1"), (200, "finish", "b2")]
+    result = simsched.run(tmp_path / "scenario.toml")
+    used = result.jobs.set_index("job_id")["gpu_type"]
+    assert (used["a1"], used["a2"], used["b1"]) == ("fast", "fast", "fast")
+    fifo = starts(tmp_path, "fifo", jobs, clusters, header=header, scheduler="heterogeneous = true")
+    assert fifo[:4] == [(0, "start", "b1"), (0, "start", "b2"), (0, "start", "a1"), (0, "start", "a2")]
+    assert simsched.run(tmp_path / "scenario.toml").jobs.set_index("job_id")["gpu_type"]["a1"] == "slow"
+
+
+def test_maxmin_hetero_preempts_above_allocation_to_start_an_owner(tmp_path):
+    """4 GPUs, no quotas: a fills them at 0 (alone, its allocation is everything); b1 (1 GPU) arrives
+    at 10. Water-filling caps b at its demand (1 GPU, level 1/2) and gives a the other 3 (level 1.5).
+    b1 preempts a's newest job (a stays at 3 >= 3 without it; a second victim would leave a below
+    its allocation, so none is taken), and a4 comes back when b1 ends, paying the penalty."""
+    jobs = ["a1,0,100,1,a", "a2,0,100,1,a", "a3,0,100,1,a", "a4,0,100,1,a", "b1,10,50,1,b"]
+    events = starts(tmp_path, "maxmin-hetero", jobs, node(4), scheduler="restart_penalty_s = 5")
+    assert events[:6] == [(0, "start", "a1"), (0, "start", "a2"), (0, "start", "a3"), (0, "start", "a4"),
+                          (10, "preempt", "a4"), (10, "start", "b1")]
+    assert (60, "finish", "b1") in events and (60, "start", "a4") in events
+
+
+# -- ftf -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+def test_ftf_order(tmp_path, mode):
+    """4 GPUs, quotas a = 2, b = 2 (so Q = 2 each under every mode). a0, b0 run 0-100. At 10, 11, 12
+    arrive a2 (2 GPUs, 100 s), b1 (2, 100 s), a3 (2, 50 s). At 100: D_a = 4 (a2, a3) so a's
+    T_alone doubles; D_b = 2.
+    rho(a2) = (90 + 100) / (100 * 2) = 0.95, rho(b1) = (89 + 100) / 100 = 1.89,
+    rho(a3) = (88 + 50) / (50 * 2) = 1.38: b1 and a3 start at 100, a2 at 150 when a3 ends.
+    FIFO starts a2 and b1 at 100 and a3 at 200."""
+    jobs = ["a0,0,100,2,a", "b0,0,100,2,b", "a2,10,100,2,a", "b1,11,100,2,b", "a3,12,50,2,a"]
+    clusters = node(4, {"a": 2, "b": 2})
+    events = starts(tmp_path, "ftf", jobs, clusters, mode)
+    assert [e for e in events if e[1] == "start"] == [
+        (0, "start", "a0"), (0, "start", "b0"), (100, "start", "b1"), (100, "start", "a3"), (150, "start", "a2")]
+    fifo = starts(tmp_path, "fifo", jobs, clusters, mode)
+    assert [e for e in fifo if e[1] == "start"][2:] == [(100, "start", "a2"), (100, "start", "b1"),
+                                                       (200, "start", "a3")]
+
+
+def test_ftf_rho_estimate_by_hand():
+    from simsched.policies.base import Option
+    from simsched.policies.ftf import contention, rho_estimate
+
+    class Job:
+        duration = 100.0
+        submit = 10.0
+        options = (Option(0, "fast", 1000, 2.0), Option(0, "V100", 1000, 1.0))
+
+    # fastest type 2x: alone 50 s x max(1, 6/2) = 150; shared = 90 waited + 50 left = 140
+    assert rho_estimate(Job(), 100.0, 50.0, contention(6.0, 2.0)) == pytest.approx(140 / 150)
+    assert contention(1.0, 2.0) == 1.0 and contention(1.0, 0.0) == float("inf")
+
+
+@pytest.mark.parametrize("policy", ["drf", "ftf", "maxmin-hetero"])
+def test_fair_share_refuses_reservations(tmp_path, policy):
+    from simsched.errors import InputError
+
+    path = write_scenario(tmp_path, clusters=node(4), jobs=["a1,0,10,1,a"], header=HEADER,
+                          scheduler=f'policy = "{policy}"\nbackfill = "easy"')
+    with pytest.raises(InputError, match="reservations"):
+        simsched.run(path)
