@@ -176,7 +176,7 @@ def build_scheduler(spec, *, base_dir: Path, rng_for: Callable[[str], Any], file
                                           f'"{spec.reserve}" (reservations) works with the queue-order policies; '
                                           'use backfill = true or false with it')
         scheduler = FAIR_SHARE[policy](options, placement=PLACEMENTS[spec.placement](),
-                                       allocation=ALLOCATIONS[spec.allocation](rng_for("allocation")),
+                                       allocation=_allocation(spec.allocation, rng_for("allocation"), decide_on),
                                        backfill=spec.backfill, interval_s=spec.interval_s)
         options.finish()
         return scheduler

@@ -45,7 +45,13 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import place_job
-from simsched.policies.shares import QuotaSource, entitlements, held_gpus, tenant_order
+from simsched.policies.shares import (
+    QuotaSource,
+    entitlements,
+    held_gpus,
+    plan_clusters,
+    tenant_order,
+)
 
 
 def dominant_share(held: list[float], entitled: list[float]) -> float:
@@ -103,6 +109,7 @@ class DrfScheduler(QuotaSource):
             heap.append((dominant_share(held[tenant], entitled[tenant]), jobs[0].submit, jobs[0].index,
                          tenant_order(tenant), tenant, 0))
         heapq.heapify(heap)
+        plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))
         groups = view.fleet.groups
         node_cluster = view.fleet.node_cluster
         admission = getattr(view, "admission", None)

@@ -37,7 +37,7 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
-from simsched.policies.shares import QuotaSource, entitlements
+from simsched.policies.shares import QuotaSource, entitlements, plan_clusters
 
 
 def rho_estimate(job: JobView, now: float, remaining: float, contention: float) -> float:
@@ -91,6 +91,7 @@ class FtfScheduler(QuotaSource):
             return EMPTY_DECISION
         rho = self.rhos(view)
         ordered = sorted(queue, key=lambda j: (-rho[j.job_id], j.submit, j.index))
+        plan_clusters(self.allocation, view, ordered)
         groups = view.fleet.groups
         admission = getattr(view, "admission", None)
         failed: set[tuple] = set()

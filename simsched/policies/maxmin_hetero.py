@@ -74,6 +74,7 @@ from simsched.policies.shares import (
     has_quotas,
     held_gpus,
     option_gpus,
+    plan_clusters,
     tenant_order,
 )
 
@@ -231,6 +232,7 @@ class MaxMinHeteroScheduler(QuotaSource):
         if not queue:
             self._acted = False
             return EMPTY_DECISION
+        plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))
         tenants, groups, x, levels, a, equal = self.targets(view)
         t_index = self._t_index = {t: i for i, t in enumerate(tenants)}
         g_index = {g: i for i, g in enumerate(groups)}

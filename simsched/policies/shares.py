@@ -97,6 +97,14 @@ def has_quotas(view: SchedulerView, quotas) -> bool:
     return quotas is not None and any(quotas.limited(c) for c in range(len(view.fleet.cluster_names)))
 
 
+def plan_clusters(allocation, view: SchedulerView, ordered) -> None:
+    """Let a planning allocation (MCT) choose the queued jobs' clusters, in the policy's order."""
+    from simsched.policies.allocation import Allocation
+
+    if type(allocation).prepare is not Allocation.prepare:
+        allocation.prepare(view, list(ordered))
+
+
 def option_on(job: JobView, cluster: int, gpu_type: str) -> Option | None:
     for option in job.options:
         if option.cluster == cluster and option.gpu_type == gpu_type:
