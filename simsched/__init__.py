@@ -10,12 +10,23 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["RunResult", "load_scenario", "run", "__version__"]
+__all__ = ["Comparison", "ExperimentResult", "Result", "RunResult", "compare", "load_experiment", "load_run",
+           "load_scenario", "run", "run_experiment", "__version__"]
 
-_LAZY = {"RunResult": "simsched.api", "run": "simsched.api", "load_scenario": "simsched.scenario"}
+_LAZY = {"RunResult": "simsched.api", "Result": "simsched.api", "run": "simsched.api",
+         "load_scenario": "simsched.scenario", "Comparison": "simsched.notebook",
+         "ExperimentResult": "simsched.notebook", "run_experiment": "simsched.notebook",
+         "load_experiment": "simsched.notebook", "load_run": "simsched.notebook"}
+# ``simsched.compare(...)`` is the module simsched/compare.py itself, made callable: a package
+# attribute named like a submodule is replaced by the submodule once anything imports it, so
+# the module calls simsched.notebook.compare (see the end of simsched/compare.py).
 
 
 def __getattr__(name: str) -> object:
+    if name == "compare":
+        import importlib
+
+        return importlib.import_module("simsched.compare")  # the import also sets the attribute
     if name in _LAZY:
         import importlib
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy
 import pandas as pd
@@ -34,7 +35,7 @@ from simsched.workloads.table import to_job_specs
 
 #: the files a run writes into its --out folder (with plots/): no input may have one of these paths
 RUN_FILES = ("jobs.csv", "events.csv", "nodes.csv", "spells.csv", "timeline.csv", "summary.json", "PARTIAL",
-             "report.html")
+             "report.html", *(f"{name}.parquet" for name in outputs.RUN_TABLES))
 
 
 class RunResult:
@@ -114,27 +115,54 @@ class RunResult:
     def partial(self) -> bool:
         return bool(self.summary.get("partial"))
 
-    def write(self, out_dir: str | Path) -> Path:  # the files: RUN_FILES
-        """Write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json into ``out_dir``
-        (columns: docs/outputs.md), each atomically.
+    def _repr_html_(self) -> str:
+        """A notebook's view: the scenario, scheduler and seed, and the metric table (simsched.notebook)."""
+        from simsched.notebook import run_html
+
+        return run_html(self.summary)
+
+    def plot(self, kind: str = "jct", **options: Any) -> Any:
+        """A matplotlib Figure of this run: ``kind`` is one of ``simsched.notebook.RUN_PLOTS``
+        ("jct", "wait", "cdf", "queue", "utilisation", "gantt", "wait_by_weight"). Needs matplotlib."""
+        from simsched.notebook import plot_run
+
+        return plot_run(self, kind, **options)
+
+    @classmethod
+    def load(cls, out_dir: str | Path) -> RunResult:
+        """The result a run wrote into ``out_dir`` (CSV or Parquet tables and summary.json), read
+        back with the documented column types (docs/outputs.md)."""
+        from simsched.notebook import load_run
+
+        return load_run(out_dir)
+
+    def write(self, out_dir: str | Path, format: str = "csv") -> Path:  # the files: RUN_FILES
+        """Write jobs, events, nodes, spells and timeline (``.csv``, or ``.parquet`` with
+        ``format="parquet"``, which needs pyarrow) and summary.json into ``out_dir`` (columns:
+        docs/outputs.md), each atomically; a table of the other format left by an earlier run
+        is removed, so the folder holds one copy of each table.
 
         A ``PARTIAL`` marker stands in the folder while it is written and stays
         when the run was interrupted (see :mod:`simsched.atomic`).
         """
+        outputs.require_format(format, "write(format=...)")
         out = Path(out_dir)
+        other = "parquet" if format == "csv" else "csv"
         with interrupts.deferred():
             out.mkdir(parents=True, exist_ok=True)
             atomic.mark_partial(out, "writing: the files here may be from an earlier run")
-            jobs = outputs.safe_text_columns(self.jobs)  # no id or name runs as a spreadsheet formula
+            # CSV: no id or name runs as a spreadsheet formula; Parquet keeps values as they are
+            jobs = outputs.safe_text_columns(self.jobs) if format == "csv" else self.jobs
             ids_changed = jobs is not self.jobs
-            for name in ("jobs", "events", "nodes", "spells", "timeline"):
-                if name == "events" and self._events is None and not ids_changed:  # straight from the log
-                    atomic.write_with(out / "events.csv", self._log.write_csv)
-                    continue
-                frame = jobs if name == "jobs" else getattr(self, name)
-                if ids_changed and name != "jobs":
-                    frame = outputs.safe_text_columns(frame)
-                atomic.write_with(out / f"{name}.csv", lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+            for name in outputs.RUN_TABLES:
+                if format == "csv" and name == "events" and self._events is None and not ids_changed:
+                    atomic.write_with(out / "events.csv", self._log.write_csv)  # straight from the log
+                else:
+                    frame = jobs if name == "jobs" else getattr(self, name)
+                    if ids_changed and name != "jobs":
+                        frame = outputs.safe_text_columns(frame)
+                    outputs.write_frame(frame, out / f"{name}.{format}", format)
+                (out / f"{name}.{other}").unlink(missing_ok=True)
             atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
             if self.partial:
                 atomic.mark_partial(out, f"interrupted run: simulated until t={self.summary['simulated_until']:g} s; "
@@ -178,17 +206,81 @@ class Simulation:
         return result
 
 
-def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs: int | None = None,
-        progress: Callable[[Progress], None] | None = None, scheduler: Scheduler | str | None = None) -> RunResult:
-    """Simulate ``scenario`` (a :class:`Scenario` or a TOML path) and return its results.
+def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit: int | None = None,
+        scheduler: Scheduler | type | str | None = None, overrides: Mapping[str, Any] | None = None,
+        progress: Callable[[Progress], None] | None = None, jobs: int | None = None) -> RunResult:
+    """Simulate ``scenario`` and return its results (a :class:`RunResult`, also named ``Result``).
+
+    ``scenario`` is a :class:`Scenario`, a TOML path, or the name of a shipped example
+    (``"philly_hetero"``; ``simsched examples`` lists them).
+
+    ``jobs_limit`` keeps the first N jobs (``workload.jobs_limit``; ``jobs`` is its older name).
 
     ``scheduler`` replaces the scenario's ``[scheduler]`` policy: a name (``"sjf"``,
-    ``"my_policy.py:MyPolicy"``, checked like ``scheduler.policy``) or a ready object
-    (GP learning runs candidate priority functions this way); placement options
-    such as ``heterogeneous`` still come from the scenario. The summary records
-    the scheduler that ran.
+    ``"my_policy.py:MyPolicy"``, checked like ``scheduler.policy``), a ready object with a
+    ``decide(view)`` method, or such a class (made with no arguments) -- a policy written in a
+    notebook cell runs this way. Placement options such as ``heterogeneous`` still come from
+    the scenario. The summary records the scheduler that ran.
+
+    ``overrides`` sets dotted scenario keys (``{"workload.load": 0.8, "scheduler.backfill": "easy"}``),
+    validated exactly like ``--set KEY=VALUE`` on the command line (a bad key or value is one
+    :class:`~simsched.errors.InputError` line) and recorded in ``summary["overrides"]``, as are
+    ``jobs_limit`` and a scheduler name.
     """
-    return simulation(scenario, seed=seed, jobs=jobs, scheduler=scheduler).run(progress)
+    if jobs is not None and jobs_limit is not None and jobs != jobs_limit:
+        raise InputError(f"simsched.run: jobs={jobs} and jobs_limit={jobs_limit} disagree; give one "
+                         "(jobs is jobs_limit's older name)")
+    limit = jobs_limit if jobs_limit is not None else jobs
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InputError(f"simsched.run: jobs_limit must be an integer >= 1, got {limit!r}")
+    scenario = scenario_of(scenario, "simsched.run")
+    if overrides:
+        scenario = with_settings(scenario, overrides, "simsched.run(overrides=...)")
+    if limit is not None:
+        from dataclasses import replace
+
+        scenario = replace(scenario, overrides={**scenario.overrides, "jobs_limit": limit})
+    if isinstance(scheduler, type):
+        scheduler = scheduler()
+    return simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+
+
+#: the public name of a run's result in the notebook API (``simsched.Result``)
+Result = RunResult
+
+
+def scenario_of(scenario: Scenario | str | Path, caller: str) -> Scenario:
+    """A :class:`Scenario` from itself, a TOML path, or a shipped example's name."""
+    if isinstance(scenario, Scenario):
+        return scenario
+    if not isinstance(scenario, (str, Path)):
+        raise InputError(f"{caller}: the scenario must be a Scenario, a TOML path or an example name, "
+                         f"got {type(scenario).__name__}")
+    path = Path(scenario)
+    if not path.exists() and isinstance(scenario, str):
+        from simsched.examples import find, is_example
+
+        if is_example(scenario):
+            path = find(scenario)
+    return load_scenario(path)
+
+
+def with_settings(scenario: Scenario, settings: Mapping[str, Any], where: str) -> Scenario:
+    """Dotted scenario keys set and validated exactly as ``--set KEY=VALUE`` does (experiment
+    overrides), and recorded in ``overrides`` (summary.json)."""
+    from dataclasses import replace
+
+    from simsched.experiment.overrides import apply_overrides
+
+    if not isinstance(settings, Mapping):
+        raise InputError(f"{where}: give a dict of dotted scenario keys, e.g. {{'workload.load': 0.8}}")
+    for key in settings:
+        if not isinstance(key, str) or "." not in key or not key.split(".", 1)[1]:
+            raise InputError(f"{where}: {key!r}: give a dotted scenario key, e.g. workload.load or "
+                             "scheduler.policy")
+    settings = dict(settings)
+    scenario = apply_overrides(scenario, settings, where)
+    return replace(scenario, overrides={**scenario.overrides, **settings})
 
 
 def scheduler_label(scheduler: object) -> str:

@@ -66,6 +66,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     _add_override_flags(p)
     p.add_argument("--out", metavar="DIR", help="write jobs.csv, events.csv, nodes.csv, spells.csv, timeline.csv and summary.json "
                                                 "here (docs/outputs.md)")
+    p.add_argument("--format", choices=("csv", "parquet"), default=None,
+                   help="file format of the tables in --out (default csv; parquet needs pip install -e '.[parquet]')")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     _add_plot_flags(p)
@@ -224,6 +226,12 @@ def _run_parsed(args: argparse.Namespace, stdout) -> int:
     from simsched.scenario import load_scenario
 
     pictures = _check_plot_flags(args, "python -m simsched")  # before anything is created or run
+    if args.format is not None:
+        from simsched.outputs import require_format
+
+        if not args.out:
+            raise InputError("python -m simsched: --format needs --out (it is the format of the tables written there)")
+        require_format(args.format)
     if args.out:
         check_out_dir(args.out)
     scenario = _with_settings(_with_flags(load_scenario(args.scenario), args), args)
@@ -246,7 +254,7 @@ def _run_parsed(args: argparse.Namespace, stdout) -> int:
     for warning in result.summary["warnings"][len(ready.warnings):]:  # what the run found: before the table
         console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     if args.out:
-        result.write(args.out)
+        result.write(args.out, format=args.format or "csv")
     if pictures and not result.partial:
         from simsched.plots.cli import draw
 
@@ -263,8 +271,9 @@ def _run_parsed(args: argparse.Namespace, stdout) -> int:
             table = metric_table(result.summary, title)
             wide_console([table]).print(table)  # a file or pipe: wide enough for the whole table
             if args.out:
-                console.print(f"wrote {Path(args.out) / 'jobs.csv'}, events.csv, nodes.csv, spells.csv, "
-                              "timeline.csv, summary.json")
+                ext = args.format or "csv"
+                console.print(f"wrote {Path(args.out) / ('jobs.' + ext)}, events.{ext}, nodes.{ext}, spells.{ext}, "
+                              f"timeline.{ext}, summary.json")
     if result.partial or interrupts.received():
         code = interrupts.exit_code()
         what = "terminated" if code == 143 else "interrupted"
@@ -429,11 +438,20 @@ def _compare(argv: list[str]) -> int:
     p.add_argument("--keep-jobs", action="store_true",
                    help="also write every run's per-job table (OUT/jobs/NNN.csv, index.csv); --plots draws "
                         "every scheduler's JCT CDF from them")
+    p.add_argument("--format", choices=("csv", "parquet"), default=None,
+                   help="file format of the --keep-jobs tables (default csv; parquet needs pip install -e '.[parquet]')")
     _add_plot_flags(p)
     args = p.parse_args(argv)
     pictures = _check_plot_flags(args, "python -m simsched compare")
     if args.keep_jobs and not args.out:
         raise InputError("python -m simsched compare: --keep-jobs needs --out")
+    if args.format is not None:
+        from simsched.outputs import require_format
+
+        if not args.keep_jobs:
+            raise InputError("python -m simsched compare: --format needs --keep-jobs (it is the format of the "
+                             "per-job tables; the compare tables stay CSV)")
+        require_format(args.format)
     if args.resume and not args.out:
         raise InputError("python -m simsched compare: --resume needs --out DIR (the interrupted comparison's folder)")
     if args.out:
@@ -506,7 +524,7 @@ def _compare(argv: list[str]) -> int:
         for table in tables:
             console.print(table)
     if args.out:
-        paths = result.write(args.out)
+        paths = result.write(args.out, format=args.format or "csv")
         if pictures:
             from simsched.plots.cli import draw
 

@@ -108,8 +108,9 @@ class CompareResult:
     warnings: list[str] = field(default_factory=list)  # the runs' warnings, each once (printed before the tables)
     failed: list[dict[str, Any]] = field(default_factory=list)  # --keep-going: runs whose policy failed
 
-    def write(self, out_dir: str | Path) -> list[Path]:
-        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically)."""
+    def write(self, out_dir: str | Path, format: str = "csv") -> list[Path]:
+        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically);
+        with per-job tables (``--keep-jobs``) jobs/NNN.csv, or jobs/NNN.parquet for ``format="parquet"``."""
         from simsched import interrupts
 
         out = Path(out_dir)
@@ -126,20 +127,23 @@ class CompareResult:
                 (out / "compare_failed.csv").unlink(missing_ok=True)
             atomic.write_text(paths[2], to_markdown(self))
             if self.jobs is not None:
-                paths.append(self._write_jobs(out / "jobs"))
+                paths.append(self._write_jobs(out / "jobs", format))
             atomic.clear_partial(out)
             journal_path(out).unlink(missing_ok=True)
         return paths
 
-    def _write_jobs(self, folder: Path) -> Path:
-        """jobs/NNN.csv per run (jobs.csv columns) and jobs/index.csv naming each file's instance, seed and
-        scheduler (file names are run numbers: scheduler names may hold characters paths cannot)."""
+    def _write_jobs(self, folder: Path, format: str = "csv") -> Path:
+        """jobs/NNN.csv (or .parquet) per run (jobs.csv columns) and jobs/index.csv naming each file's
+        instance, seed and scheduler (file names are run numbers: scheduler names may hold characters
+        paths cannot)."""
+        from simsched.outputs import write_frame
+
         folder.mkdir(parents=True, exist_ok=True)
         width = len(str(len(self.jobs)))
         files = []
         for number, table in enumerate(self.jobs):
-            name = f"{number:0{width}d}.csv"
-            atomic.write_with(folder / name, lambda tmp, table=table: table.to_csv(tmp, index=False))
+            name = f"{number:0{width}d}.{format}"
+            write_frame(table, folder / name, format)
             files.append(name)
         index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
         atomic.write_with(folder / "index.csv", lambda tmp: index.to_csv(tmp, index=False))
@@ -821,3 +825,17 @@ def rich_tables(result: CompareResult) -> list:
         ranks.add_row(shown, *(f"{r[c]:g}" for c in cases),
                       f"[bold green]{mean}[/]" if r["mean_rank"] == best else mean)
     return [metrics, ranks]
+
+
+# -- ``simsched.compare(...)``: the notebook API's call (simsched.notebook.compare) ----------------
+class _CallableModule(type(json)):
+    """This module, callable: ``simsched.compare(scenario, schedulers, ...)`` -> a Comparison (the
+    package attribute ``simsched.compare`` is this module once anything has imported it)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from simsched.notebook import compare
+
+        return compare(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -123,20 +123,23 @@ def read_csv_checked(path: str | Path, what: str, **options: Any) -> pd.DataFram
 
 
 def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
-    """Read one of a run's CSV files with the documented dtypes (:data:`DTYPES`, by file name,
-    or by ``kind`` such as ``"jobs.csv"`` for a file named otherwise).
+    """Read one of a run's CSV or Parquet (``.parquet``) files with the documented dtypes
+    (:data:`DTYPES`, by file name, or by ``kind`` such as ``"jobs.csv"`` for a file named otherwise).
 
     Text columns come back as pandas ``string`` with empty cells as ``""``
     (never NaN), numeric columns as ``float64`` (empty = NaN) or ``int64``.
     """
     path = Path(path)
-    schema = DTYPES.get(kind or path.name)
+    parquet = path.suffix == ".parquet"
+    schema = DTYPES.get(kind or (path.stem + ".csv" if parquet else path.name))
     if schema is None:
         raise ValueError(f"{path}: not a simsched run output; known: {', '.join(DTYPES)}")
     text_columns = [c for c, t in schema.items() if t == _STR]
     if not path.is_file():
         raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; "
                          "a run folder written by python -m simsched ... --out DIR holds it")
+    if parquet:
+        return _read_parquet(path, kind or path.stem + ".csv", schema)
     try:
         frame = pd.read_csv(path, dtype={c: (str if t == _STR else t) for c, t in schema.items()
                                          if t != _FLOAT},  # floats: let NaN through
@@ -157,6 +160,79 @@ def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
             frame[column] = frame[column].astype("string")
         elif schema.get(column) == _FLOAT:
             frame[column] = frame[column].astype("float64")
+    return frame
+
+
+#: file formats of a run's tables (``--format``): CSV (default) or Parquet (the ``parquet`` extra, pyarrow)
+FORMATS = ("csv", "parquet")
+#: the tables of a run's output folder, each ``NAME.csv`` or ``NAME.parquet``
+RUN_TABLES = ("jobs", "events", "nodes", "spells", "timeline")
+PARQUET_HINT = "pip install -e '.[parquet]'"
+
+
+def require_format(fmt: str, where: str = "--format") -> str:
+    """``fmt`` checked (one of :data:`FORMATS`), and pyarrow importable when it is ``parquet``:
+    one :class:`InputError` line otherwise, before any work starts."""
+    if fmt not in FORMATS:
+        raise InputError(f"{where} {fmt!r}: not a table format; valid: {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise InputError(f"{where} parquet needs pyarrow, which is not installed: {PARQUET_HINT}") from None
+    return fmt
+
+
+def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str | None = None) -> Path:
+    """Write ``frame`` atomically as CSV or Parquet (by ``fmt``, else by ``path``'s suffix); the
+    Parquet file keeps the values as they are (no spreadsheet quoting: spreadsheets open CSV)."""
+    from simsched import atomic
+
+    path = Path(path)
+    fmt = fmt or ("parquet" if path.suffix == ".parquet" else "csv")
+    if fmt == "parquet":
+        require_format(fmt)
+        return atomic.write_with(path, lambda tmp: frame.to_parquet(tmp, engine="pyarrow", index=False,
+                                                                    compression="zstd"))
+    return atomic.write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def table_path(folder: str | Path, name: str) -> Path:
+    """The file of table ``name`` (``jobs``, ``events`` ...) in a run's folder: ``name.csv`` or
+    ``name.parquet``, whichever is there (a run writes one and removes the other; if both
+    are there, the newer one)."""
+    folder = Path(folder)
+    found = [path for path in (folder / f"{name}.csv", folder / f"{name}.parquet") if path.is_file()]
+    if not found:
+        return folder / f"{name}.csv"  # read_table names it as missing
+    return max(found, key=lambda path: path.stat().st_mtime_ns)
+
+
+def read_run_tables(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """Every table of a run's output folder (CSV or Parquet), with the documented types."""
+    return {name: read_table(table_path(folder, name), f"{name}.csv") for name in RUN_TABLES}
+
+
+def _read_parquet(path: Path, kind: str, schema: dict[str, str]) -> pd.DataFrame:
+    """A Parquet table simsched wrote, with the same column types as :func:`read_table` gives a CSV."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"{path}: reading Parquet needs pyarrow, which is not installed: {PARQUET_HINT}") from None
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise InputError(f"{path}: not a simsched {kind} table ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:120]})") from None
+    if not any(c in frame.columns for c in schema):
+        raise InputError(f"{path}: none of the columns of a simsched {kind} table "
+                         f"({', '.join(list(schema)[:4])}, ...); another tool wrote it")
+    for column in frame.columns:
+        kind_of = schema.get(column)
+        if kind_of == _STR:
+            frame[column] = frame[column].astype("string").fillna("")
+        elif kind_of is not None:
+            frame[column] = frame[column].astype(kind_of)
     return frame
 
 

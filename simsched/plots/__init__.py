@@ -21,12 +21,18 @@ INSTALL_HINT = "pip install -e '.[plots]'"
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the headless Agg backend; a clear error when matplotlib is missing."""
+    """``matplotlib.pyplot`` on the headless Agg backend; a clear error when matplotlib is missing.
+
+    In a Jupyter kernel the kernel's own backend (inline) is kept, so the notebook API's figures
+    show in the notebook (:mod:`simsched.notebook`)."""
+    import sys
+
     try:
         import matplotlib
     except ImportError:
         raise InputError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
-    matplotlib.use("Agg", force=True)
+    if "ipykernel" not in sys.modules:
+        matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     return plt

@@ -54,9 +54,9 @@ def kind_of(output: str | Path) -> str:
         return "experiment"
     if (path / "compare_runs.csv").is_file():
         return "compare"
-    if (path / "summary.json").is_file() and (path / "jobs.csv").is_file():
+    if (path / "summary.json").is_file() and ((path / "jobs.csv").is_file() or (path / "jobs.parquet").is_file()):
         return "run"
-    raise InputError(f"python -m simsched plot: {path}: holds none of summary.json + jobs.csv (run), "
+    raise InputError(f"python -m simsched plot: {path}: holds none of summary.json + jobs.csv or jobs.parquet (run), "
                      "compare_runs.csv (compare), results.csv (experiment)")
 
 
@@ -110,7 +110,7 @@ def _run(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> list[
         texts.append((f"Scenario ({scenario_file.name})", scenario_file.read_text(encoding="utf-8")))
     return _finish(figures, folder, fmt, plots, report, dict(
         title=f"simsched run: {summary.get('scenario', path.name)}", meta=meta,
-        tables=[_run_metric_table(summary)], captions=RUN_CAPTIONS, texts=texts))
+        tables=[run_metric_table(summary)], captions=RUN_CAPTIONS, texts=texts))
 
 
 RUN_CAPTIONS = {
@@ -122,7 +122,7 @@ RUN_CAPTIONS = {
 }
 
 
-def _run_metric_table(summary: dict) -> str:
+def run_metric_table(summary: dict) -> str:
     from simsched.metrics import SUMMARY_METRICS
     from simsched.plots.report import table_html
 

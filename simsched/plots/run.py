@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsched.outputs import ALL, read_json_object, read_table
+from simsched.outputs import ALL, read_json_object, read_table, table_path
 from simsched.plots.style import HEIGHT, colors, figure, time_axis
 
 #: the Gantt chart draws at most this many nodes (evenly spaced ids) so lanes stay readable
@@ -25,10 +25,11 @@ LANE = 0.9  # height of a node's lane in the Gantt chart; capacity maps onto it
 
 
 def load_run(out_dir: str | Path) -> dict[str, Any]:
-    """The tables of a run's output folder (``jobs``, ``nodes``, ``spells``, ``timeline``) and ``summary``."""
+    """The tables of a run's output folder (``jobs``, ``nodes``, ``spells``, ``timeline``; CSV or
+    Parquet) and ``summary``."""
     out = Path(out_dir)
-    tables: dict[str, Any] = {name: read_table(out / f"{name}.csv") for name in ("jobs", "nodes", "spells",
-                                                                                   "timeline")}
+    tables: dict[str, Any] = {name: read_table(table_path(out, name), f"{name}.csv")
+                              for name in ("jobs", "nodes", "spells", "timeline")}
     tables["summary"] = read_json_object(out / "summary.json", "a run's summary.json")
     return tables
 
@@ -41,12 +42,14 @@ def ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[last_of_tie], fraction[last_of_tie]
 
 
-def cdf_figure(jobs: pd.DataFrame) -> Any:
-    """CDFs of JCT and wait over completed jobs; log x (zero values cannot sit on a log axis:
-    the curve starts at the share of jobs with value 0, which the legend states)."""
-    fig, axes = figure(1, 2)
+def cdf_figure(jobs: pd.DataFrame, columns: tuple[str, ...] = ("jct", "wait")) -> Any:
+    """CDFs of JCT and wait (or of the ``columns`` named) over completed jobs, one panel each; log x
+    (zero values cannot sit on a log axis: the curve starts at the share of jobs with value 0,
+    which the legend states)."""
+    labels = {"jct": "JCT", "wait": "wait"}
+    fig, axes = figure(1, len(columns), width=7.5 if len(columns) > 1 else 5.0)
     done = jobs[jobs["status"] == "done"]
-    for ax, column, label in ((axes[0, 0], "jct", "JCT"), (axes[0, 1], "wait", "wait")):
+    for ax, column, label in zip(axes[0], columns, (labels[c] for c in columns)):
         x, y = ecdf(done[column].to_numpy(float))
         zero = float(y[x <= 0].max()) if (x <= 0).any() else 0.0
         positive = x > 0

@@ -1,0 +1,98 @@
+"""``--format parquet`` (issue 22): a run's tables and compare's per-job tables as Parquet, read back
+by ``simsched plot`` and the API with the same content and column types as the CSV files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import simsched
+from simsched.cli import main
+from simsched.outputs import DTYPES, RUN_TABLES, read_table
+from tests.helpers import write_scenario
+
+TWO_NODES = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]'
+# one job never runs (8 GPUs on 4-GPU nodes with one worker): empty texts and NaN times round-trip too
+JOBS = ["a,0,100,2,,,,,", "b,1,10,4,,,,,", "c,2,200,2,,,,,", "d,3,90,2,2,,,,", "big,4,30,8,1,,,,"]
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Path:
+    return write_scenario(tmp_path, clusters=TWO_NODES, jobs=JOBS, scheduler='policy = "fifo"')
+
+
+def test_parquet_round_trip_equals_the_csv_tables(scenario: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
+    assert main([str(scenario), "--out", str(tmp_path / "csv"), "--quiet"]) == 0
+    assert main([str(scenario), "--out", str(tmp_path / "pq"), "--format", "parquet", "--quiet"]) == 0
+    for name in RUN_TABLES:
+        assert not (tmp_path / "pq" / f"{name}.csv").exists()
+        csv = read_table(tmp_path / "csv" / f"{name}.csv")
+        parquet = read_table(tmp_path / "pq" / f"{name}.parquet")
+        pd.testing.assert_frame_equal(parquet, csv)  # values and dtypes
+        assert {c: str(t) for c, t in parquet.dtypes.items()} == {
+            c: ("string" if t == "string" else t) for c, t in DTYPES[f"{name}.csv"].items() if c in parquet}
+    jobs = read_table(tmp_path / "pq" / "jobs.parquet").set_index("job_id")
+    assert jobs.loc["big", "status"] == "infeasible" and jobs.loc["big", "nodes"] == "" and pd.isna(jobs.loc["big", "end"])
+    # the API reads either folder to the same result
+    a, b = simsched.load_run(tmp_path / "pq"), simsched.Result.load(tmp_path / "csv")
+    for name in RUN_TABLES:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+    assert a.summary["avg_jct"] == b.summary["avg_jct"]
+    # writing the other format replaces, not duplicates, the tables
+    assert main([str(scenario), "--out", str(tmp_path / "pq"), "--quiet"]) == 0
+    assert sorted(p.name for p in (tmp_path / "pq").iterdir()) == sorted([f"{n}.csv" for n in RUN_TABLES] + [
+        "summary.json"])
+
+
+def test_plot_draws_a_parquet_run_like_a_csv_run(scenario: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
+    pytest.importorskip("matplotlib", reason="figures need the extra 'plots'")
+    from simsched.plots.run import load_run
+
+    assert main([str(scenario), "--out", str(tmp_path / "pq"), "--format", "parquet", "--quiet"]) == 0
+    assert main(["plot", str(tmp_path / "pq")]) == 0
+    assert sorted(p.stem for p in (tmp_path / "pq" / "plots").iterdir()) == [
+        "cdf", "gantt", "queue", "utilization", "wait_by_weight"]
+    tables = load_run(tmp_path / "pq")
+    assert len(tables["jobs"]) == len(JOBS) and tables["summary"]["jobs"] == len(JOBS)
+
+
+def test_compare_keep_jobs_in_parquet(scenario: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
+    from simsched.plots.compare import load_compare
+
+    out = tmp_path / "cmp"
+    assert main(["compare", str(scenario), "--schedulers", "fifo,sjf", "--workers", "1", "--keep-jobs",
+                 "--format", "parquet", "--out", str(out), "--quiet"]) == 0
+    index = pd.read_csv(out / "jobs" / "index.csv")
+    assert list(index["file"]) == ["0.parquet", "1.parquet"]
+    jobs = load_compare(out)["jobs"]
+    direct = simsched.run(scenario, scheduler="sjf").jobs
+    pd.testing.assert_frame_equal(jobs["sjf"][0], read_table_like(direct))
+
+
+def read_table_like(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run's in-memory jobs table with the dtypes read_table gives (text as string)."""
+    out = frame.copy()
+    for column, kind in DTYPES["jobs.csv"].items():
+        if column in out:
+            out[column] = out[column].astype(kind) if kind != "string" else out[column].astype("string")
+    return out
+
+
+def test_parquet_without_pyarrow_is_one_line_exit_2(scenario: Path, tmp_path: Path, capsys,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now raises ImportError
+    out = tmp_path / "out"
+    assert main([str(scenario), "--out", str(out), "--format", "parquet", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --format parquet needs pyarrow, which is not installed: pip install -e '.[parquet]'"]
+    assert not out.exists()  # refused before anything ran or was written
+    assert main(["compare", str(scenario), "--keep-jobs", "--format", "parquet", "--out", str(out), "--quiet"]) == 2
+    assert "needs pyarrow" in capsys.readouterr().err
+    assert main([str(scenario), "--format", "parquet", "--quiet"]) == 2
+    assert "--format needs --out" in capsys.readouterr().err
