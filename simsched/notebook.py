@@ -295,7 +295,6 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
     """
     from simsched.api import scenario_of
     from simsched.compare import compare_spec, run_compare
-
     from simsched.outputs import require_format
 
     require_format(format, "simsched.compare(format=...)")
