@@ -20,6 +20,7 @@ from simsched import atomic, interrupts, limits, outputs
 from simsched.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.errors import DecisionError, InputError
 from simsched.eventlog import EventLog
+from simsched.fairness import QuotaBook
 from simsched.feasibility import InfeasibleReport, infeasible_report
 from simsched.jobstore import JobStore
 from simsched.metrics import jobs_frame, summarize
@@ -415,7 +416,11 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
     jobs = jobs_frame(engine.jobs, names)  # nodes/runs are filled from the spells on first use
     cluster_gpus = {c.name: float(c.total_gpus) for c in engine.fleet.clusters}
     objective = scenario.objective
-    summary = summarize(jobs, cluster_gpus, scenario.objective_weights, kind=objective.kind, w=objective.w)
+    store = engine.jobs
+    speeds = store.run_speeds() if hasattr(store, "run_speeds") else numpy.array([j.run_speed for j in store], float)
+    summary = summarize(jobs, cluster_gpus, scenario.objective_weights, kind=objective.kind, w=objective.w,
+                        quotas=QuotaBook(tuple(engine.fleet.clusters)),
+                        exec_s=jobs["duration"].to_numpy(float) / speeds)
     summary.update({
         "scenario": scenario.name,
         "scenario_file": str(scenario.path),

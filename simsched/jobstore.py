@@ -286,6 +286,13 @@ class JobStore(Sequence[JobRecord]):
         return self._by_id
 
     # -- output ------------------------------------------------------------------
+    def run_speeds(self) -> np.ndarray:
+        """Each job's speed factor in its last run (1.0 for a job that never ran), live records included."""
+        speed = self.run_speed.copy()
+        for i, job in self.live.items():
+            speed[i] = job.run_speed
+        return speed
+
     def output_columns(self, cluster_names: Sequence[str]) -> dict[str, np.ndarray]:
         """The per-job columns of jobs.csv (without ``nodes`` and ``runs``), in input order, with
         the values and dtypes :func:`simsched.metrics.jobs_frame` gives for the same records.

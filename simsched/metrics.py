@@ -12,6 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from simsched.fairness import QuotaBook, has_tenants, tenant_summary
+from simsched.model import ClusterSpec, NodeGroup
+
 JOB_OUTPUT_COLUMNS = (
     "job_id", "submit", "start", "end", "wait", "jct", "cluster", "gpu_type", "preemptions",
     "gpus", "workers", "weight", "duration", "deadline", "gpu_seconds", "status", "reason",
@@ -147,7 +150,7 @@ def _block(df: pd.DataFrame, gpus: float, makespan: float, weights: tuple[float,
 
 def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
               weights: tuple[float, float, float] = (1.0, 1.0, 1.0), *, kind: str = "eq5",
-              w: float = 0.5) -> dict:
+              w: float = 0.5, quotas: QuotaBook | None = None, exec_s: np.ndarray | None = None) -> dict:
     """Every §7 metric over the whole run and per cluster (a job counts for the last cluster it
     ran in; an unfinished job that never ran, for its home cluster if it has one).
 
@@ -156,6 +159,11 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
     C_q,avg and C_q,max are mean and max of weight x wait over the counted jobs (completed and
     unfinished, docs/engine.md "Every job counts"); the objective is Eq. 5 with these three terms,
     or with ``kind = "eq16"`` Eq. 16 = w avg_jct + (1 - w) max_wait (unweighted).
+
+    A run with tenants (a job with one, or a cluster with quotas in ``quotas``) also gets the
+    ``tenants`` block and the overall fairness figures (:func:`simsched.fairness.tenant_summary`);
+    ``exec_s`` is each job's execution time as run (without it, its duration: the run time on
+    its reference type). A run without tenants gets neither.
     """
     ends = df["end"].dropna()
     unfinished = df["status"] == "unfinished"
@@ -175,6 +183,13 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
         in_cluster = last_cluster == name
         rows = df if in_cluster.all() else df[in_cluster]  # no copy of a one-cluster run's table
         summary["per_cluster"][name] = _block(rows, gpus, makespan, weights, kind, w)
+    if has_tenants(df, quotas):
+        book = quotas if quotas is not None else QuotaBook(())
+        if not book.clusters:  # no cluster specs: every cluster without quotas
+            book = QuotaBook(tuple(ClusterSpec(name, (NodeGroup(1, gpus, ""),)) for name, gpus in cluster_gpus.items()))
+        first = float(df["submit"].min()) if len(df) else 0.0
+        summary.update(tenant_summary(df, df["duration"].to_numpy(float) if exec_s is None else exec_s,
+                                      last_cluster, book, first, first + makespan))
     return summary
 
 
