@@ -48,19 +48,19 @@ from typing import Any
 
 import pandas as pd
 
-from simsched import atomic, ranking
+from simsched import atomic, ranking, scenario_keys
 from simsched.errors import InputError, did_you_mean
 from simsched.interrupts import Interrupted, worker_setup
 from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
 from simsched.parallel import TaskRunner
-from simsched.params import Params
 from simsched.policies import resolve_policy_ref
 from simsched.scenario import Scenario, load_scenario, read_toml
+from simsched.scenario_keys import DeclaredParams
 
 #: every §7 summary metric the comparison reports: key, label, higher is better
 METRICS: tuple[tuple[str, str, bool], ...] = tuple((key, label, higher) for key, label, higher, _ in SUMMARY_METRICS)
 METRIC_KEYS = tuple(key for key, _, _ in METRICS)
-DEFAULT_SCHEDULERS = ("fifo", "sjf", "srtf", "edf", "hrrn", "sufferage")
+DEFAULT_SCHEDULERS = scenario_keys.DEFAULT_SCHEDULERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +258,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front."""
     path = Path(scenario_path)
     load_scenario(path)  # the scenario itself must be valid
-    table = Params(read_toml(path).get("compare", {}), "compare", path)
+    table = DeclaredParams(read_toml(path).get("compare", {}), "compare", path)  # keys: simsched.scenario_keys
     own_schedulers = table.get_list("schedulers", str, list(DEFAULT_SCHEDULERS))
     own_seeds = table.get("seeds", int, 1, min_value=1)
     base = path.resolve().parent

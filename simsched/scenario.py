@@ -1,7 +1,10 @@
 """Scenario TOML -> validated, frozen :class:`Scenario` (SPEC §9, STYLE rule 5).
 
 Every problem is reported once, as an :class:`InputError` naming the file,
-the key path and the valid choices. Keys (see docs/scenarios.md):
+the key path and the valid choices. Each key's type, default, choices and range
+are declared once in :mod:`simsched.scenario_keys` (read here through
+:class:`~simsched.scenario_keys.DeclaredParams`; the key reference,
+docs/reference/keys.md, is generated from them). Keys:
 
 - ``name``, ``seed``, ``description``
 - ``[[gpu_type]]`` name, speedup, memory_gb, source: add or override catalog types
@@ -40,25 +43,25 @@ from simsched.errors import InputError, did_you_mean
 from simsched.inputs import missing_or_irregular, note_read
 from simsched.model import ClusterSpec, GpuType, NodeGroup, builtin_gpu_types
 from simsched.params import Params
+from simsched.scenario_keys import (
+    ALLOCATIONS,
+    BACKFILL_MODES,
+    DECIDE_ON,
+    OBJECTIVE_KINDS,
+    SOURCES,
+    DeclaredParams,
+    names,
+)
 from simsched.workloads.registry import ReadContext
 
-SOURCES = ("csv", "philly", "pai", "helios", "itp", "openb", "synthetic")
-ALLOCATIONS = ("home", "round_robin", "random", "mct")
-#: ``[scheduler] decide_on``: when plans and allocations are made (docs/evo.md, "The trigger")
-DECIDE_ON = ("event", "arrival")
+__all__ = ["ALLOCATIONS", "BACKFILL_MODES", "DECIDE_ON", "OBJECTIVE_KINDS", "SOURCES", "Scenario", "load_scenario",
+           "scenario_from_table"]
 
 #: keys the workload layer handles itself; everything else goes to the reader/generator
-WORKLOAD_COMMON = (
-    "file", "source", "path", "generator", "jobs_limit", "time_window", "clusters", "strict",
-    "synthesize_deadline", "synthesize_weight", "deadline_slack", "weight_range",
-    "reference_gpu_type", "load", "download_hint", "tenant_mix",
-)  # fmt: skip
+WORKLOAD_COMMON = names("workload")
 
-SCHEDULER_COMMON = (
-    "policy", "placement", "backfill", "allocation", "heterogeneous", "interval_s",
-    "restart_penalty_s", "quota", "reclaim", "decide_on",
-)  # fmt: skip
-BACKFILL_MODES = ("none", "greedy", "easy", "conservative")
+#: keys read here; every other [scheduler] key is an option of the policy
+SCHEDULER_COMMON = tuple(k for k in names("scheduler") if k != "reserve_depth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +225,7 @@ def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = No
     if digest is None:
         digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
     base = path.resolve().parent
-    top = Params(raw, "", path)
+    top = DeclaredParams(raw, "", path)
     instance = _instance(top, path)
     name = top.get("name", str, path.stem if instance is None else instance.name)
     seed = top.get("seed", int, 0 if instance is None else instance.seed, min_value=0)
@@ -237,7 +240,7 @@ def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = No
     workload_raw = top.get("workload", dict, {})
     if instance is not None and "file" not in workload_raw:  # the instance's, the scenario's keys on top
         workload_raw = {**instance.workload, **workload_raw}
-    workload = _workload(Params(workload_raw, "workload", path), path, base, gpu_types)
+    workload = _workload(DeclaredParams(workload_raw, "workload", path), path, base, gpu_types)
     scheduler = _scheduler(top.sub("scheduler"), len(clusters))
     objective = _objective(top.sub("objective"))
     top.get("compare", dict, {})  # options of `python -m simsched compare`, validated by simsched.compare
@@ -247,15 +250,13 @@ def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = No
                     objective.weights, digest, description, objective)
 
 
-OBJECTIVE_KINDS = ("eq5", "eq16")
-
-
 def _objective(p: Params) -> ObjectiveSpec:
-    kind = p.get("kind", str, "eq5", choices=OBJECTIVE_KINDS)
+    p = DeclaredParams.of(p)
+    kind = p.get("kind")
     if kind == "eq5":
         if p.has("w"):
             raise p.error("w", 'is only used with kind = "eq16"; Eq. 5 takes weights = [w1, w2, w3]')
-        weights = p.get("weights", list, [1.0, 1.0, 1.0])
+        weights = p.get("weights")
         if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
                                         and math.isfinite(w) and w >= 0 for w in weights):
             raise p.error("weights", f"must be three finite numbers >= 0 [w1, w2, w3], got {weights!r}")
@@ -263,7 +264,7 @@ def _objective(p: Params) -> ObjectiveSpec:
         return ObjectiveSpec("eq5", tuple(float(w) for w in weights))
     if p.has("weights"):
         raise p.error("weights", 'is only used with kind = "eq5"; Eq. 16 takes w in [0, 1]')
-    w = p.get("w", float, 0.5, min_value=0.0, max_value=1.0)
+    w = p.get("w")
     p.finish()
     return ObjectiveSpec("eq16", w=w)
 
@@ -272,16 +273,16 @@ def _instance(top: Params, path: Path):
     """The ``[instance]`` table: a generated fleet (and default workload) instead of ``[[cluster]]``."""
     if not top.has("instance"):
         return None
-    from simsched.workloads.instances import GENERATORS, SETS, instance_spec
+    from simsched.workloads.instances import SETS, instance_spec
 
     p = top.sub("instance")
-    p.get("generator", str, "paper", choices=GENERATORS)
-    seed = p.get("seed", int, 0, min_value=0)
-    set_name = p.get("set", str, None, choices=tuple(SETS))
+    p.get("generator")
+    seed = p.get("seed")
+    set_name = p.get("set")
     if set_name is None:
-        index = p.get("index", int, min_value=0)
+        index = p.get("index")
     else:
-        index = p.get("index", int, min_value=0, max_value=SETS[set_name][1] - 1)
+        index = p.get("index", max_value=SETS[set_name][1] - 1)
     p.finish()
     return instance_spec(seed, index, set_name)
 
@@ -289,11 +290,11 @@ def _instance(top: Params, path: Path):
 def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:
     types = builtin_gpu_types()
     declared: dict[str, int] = {}  # name -> index of the [[gpu_type]] that declared it
-    for i, entry in enumerate(top.get("gpu_type", list, [])):
+    for i, entry in enumerate(top.get("gpu_type")):
         if not isinstance(entry, dict):
             raise top.error("gpu_type", "must be an array of tables [[gpu_type]]")
-        p = Params(entry, f"gpu_type[{i}]", path)
-        name = p.get("name", str)
+        p = DeclaredParams(entry, f"gpu_type[{i}]", path)
+        name = p.get("name")
         if name in declared:
             raise p.error("name", f"{name!r} is also declared by gpu_type[{declared[name]}]; declare each type once "
                                   "(a [[gpu_type]] with a built-in name overrides the built-in)")
@@ -306,7 +307,7 @@ def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:
             p.get("memory_gb", float, types[name].memory_gb if name in types else None,
                   min_value=0, exclusive_min=True) if (p.has("memory_gb") or name in types)
             else p.get("memory_gb", float),
-            p.get("source", str, "scenario"),
+            p.get("source"),
         )
         p.finish()
     return types
@@ -321,7 +322,7 @@ def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise top.error("cluster", "must be an array of tables [[cluster]]")
-        clusters.extend(_cluster_entry(Params(entry, f"cluster[{i}]", path), path, base, gpu_types,
+        clusters.extend(_cluster_entry(DeclaredParams(entry, f"cluster[{i}]", path), path, base, gpu_types,
                                        (path.resolve(),)))
     nodes = sum(group.count for c in clusters for group in c.nodes)
     limits.check_memory(f"{path}: cluster", "nodes", nodes, limits.BYTES_PER_NODE)
@@ -343,14 +344,14 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
             cycle = " -> ".join(str(f) for f in (*chain[chain.index(file.resolve()):], file.resolve()))
             raise p.error("file", f"cluster files include each other in a cycle: {cycle}")
         raw = read_toml(file)
-        nested = Params(raw, "", file)
-        entries = nested.get("cluster", list)
+        nested = DeclaredParams(raw, "", file)
+        entries = nested.get("cluster")
         nested.finish()
         out = []
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 raise nested.error("cluster", "must be an array of tables [[cluster]]")
-            out.extend(_cluster_entry(Params(entry, f"cluster[{i}]", file), file, file.parent, gpu_types,
+            out.extend(_cluster_entry(DeclaredParams(entry, f"cluster[{i}]", file), file, file.parent, gpu_types,
                                       (*chain, file.resolve())))
         return out
     if p.has("from"):
@@ -370,21 +371,21 @@ def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuTy
                                         "cluster of its own")
             built = [_with_tenants(built[0], p, base)]
         return list(built)
-    name = p.get("name", str)
+    name = p.get("name")
     if not name.strip():
         raise p.error("name", "must be a non-empty cluster name")
     groups = []
-    nodes = p.get("nodes", list)
+    nodes = p.get("nodes")
     if not nodes:
         raise p.error("nodes", "must list at least one node group {count, gpus, gpu_type}")
     for j, group in enumerate(nodes):
         if not isinstance(group, dict):
             raise p.error("nodes", f"item {j} must be a table {{count, gpus, gpu_type}}")
-        g = Params(group, p.key(f"nodes[{j}]"), p.file)
+        g = DeclaredParams(group, p.key(f"nodes[{j}]"), p.file)
         groups.append(NodeGroup(
-            g.get("count", int, min_value=1),
-            g.get("gpus", int, min_value=1, max_value=limits.MAX_GPUS_PER_NODE),
-            g.get("gpu_type", str, "V100", choices=sorted(gpu_types)),
+            g.get("count"),
+            g.get("gpus"),
+            g.get("gpu_type", choices=sorted(gpu_types)),
         ))
         g.finish()
     cluster = _with_tenants(ClusterSpec(name, tuple(groups)), p, base)
@@ -410,25 +411,25 @@ def _with_tenants(cluster: ClusterSpec, p: Params, base: Path) -> ClusterSpec:
         from simsched.quota_table import read_quota_table
 
         file = p.get_path("quota_file", base)
-        start = p.get("quota_start", str, None)
+        start = p.get("quota_start")
         schedule = read_quota_table(file, start, f"{p.file}: {p.key('quota_start')}", cluster.name,
                                     cluster.total_gpus)
         return replace(cluster, quota_schedule=schedule)
     if p.has("quota_start"):
         raise p.error("quota_start", "only applies with quota_file (a dated quota table)")
-    entries = p.get("tenant", list, [])
+    entries = p.get("tenant")
     tenants: list[TenantQuota] = []
     capacity = _type_capacity(cluster)
     for j, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise p.error("tenant", "must be an array of tables [[cluster.tenant]] with name and gpus")
-        t = Params(entry, p.key(f"tenant[{j}]"), p.file)
-        name = t.get("name", str)
+        t = DeclaredParams(entry, p.key(f"tenant[{j}]"), p.file)
+        name = t.get("name")
         if not name.strip():
             raise t.error("name", "must be a non-empty tenant name")
         if any(other.name == name for other in tenants):
             raise t.error("name", f"tenant {name!r} is listed twice in cluster {cluster.name!r}")
-        gpus = t.get("gpus", (float, dict))
+        gpus = t.get("gpus")
         if isinstance(gpus, dict):
             per_type = []
             for type_name, count in gpus.items():
@@ -479,6 +480,7 @@ def _check_types(cluster: ClusterSpec, gpu_types: dict[str, GpuType], p: Params)
 
 
 def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) -> WorkloadSpec:
+    p = DeclaredParams.of(p)
     params_file = str(path)
     params_base = base
     if p.has("file"):
@@ -488,39 +490,37 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         table = p.rest(("file",))
         inherited, file = _workload_file(file, p, (path.resolve(),))
         merged = {**inherited, **table}
-        p = Params(merged, "workload", f"{path} (with {file})")
+        p = DeclaredParams(merged, "workload", f"{path} (with {file})")
         params_file = f"{path} (with {file})"
         # paths written in the workload file resolve next to it, overrides next to the scenario
         if "path" in inherited and "path" not in table:
             params_base = file.parent
-    source = p.get("source", str, choices=SOURCES)
+    source = p.get("source")
     generator = None
     data_path = None
     if source == "synthetic":
-        from simsched.workloads import generators_registry
-
-        generator = p.get("generator", str, "simple", choices=sorted(generators_registry()))
+        generator = p.get("generator")
     else:
         data_path = p.get_path("path", params_base)
-    window = p.get("time_window", list, None)
+    window = p.get("time_window")
     if window is not None and (len(window) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                            and math.isfinite(x) for x in window)
                                or window[0] >= window[1]):
         raise p.error("time_window", f"must be [start_s, end_s] with start < end, got {window!r}")
-    slack = p.get("deadline_slack", list, [1.5, 4.0])
+    slack = p.get("deadline_slack")
     if len(slack) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
                                   for x in slack) or not 0 < slack[0] <= slack[1]:
         raise p.error("deadline_slack", f"must be [low, high] with 0 < low <= high, got {slack!r}")
-    weights = p.get("weight_range", list, [1, 5])
+    weights = p.get("weight_range")
     if len(weights) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in weights) \
             or not 1 <= weights[0] <= weights[1] <= 2**31:
         raise p.error("weight_range", f"must be [low, high] integers with 1 <= low <= high, got {weights!r}")
-    reference = p.get("reference_gpu_type", str, None)
+    reference = p.get("reference_gpu_type")
     if reference is not None and reference not in gpu_types:
         raise p.error("reference_gpu_type", f"unknown GPU type {reference!r}{did_you_mean(reference, gpu_types)}; "
                       f"valid: {', '.join(sorted(gpu_types))} (python -m simsched gpu-types)")
     clusters = p.get_list("clusters", str, None)
-    mix = p.get("tenant_mix", dict, None)
+    mix = p.get("tenant_mix")
     if mix is not None:
         if not mix or not all(isinstance(k, str) and k.strip() and isinstance(v, (int, float))
                               and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for k, v in mix.items()) \
@@ -535,18 +535,17 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         params=p.rest(tuple(k for k in WORKLOAD_COMMON if not (k == "load" and source == "synthetic"))),
         params_file=params_file,
         base_dir=params_base,
-        jobs_limit=p.get("jobs_limit", int, None, min_value=1),
+        jobs_limit=p.get("jobs_limit"),
         time_window=None if window is None else (float(window[0]), float(window[1])),
         clusters=None if clusters is None else tuple(clusters),
-        strict=p.get("strict", bool, False),
-        synthesize_deadline=p.get("synthesize_deadline", bool, False),
-        synthesize_weight=p.get("synthesize_weight", bool, False),
+        strict=p.get("strict"),
+        synthesize_deadline=p.get("synthesize_deadline"),
+        synthesize_weight=p.get("synthesize_weight"),
         deadline_slack=(float(slack[0]), float(slack[1])),
         weight_range=(int(weights[0]), int(weights[1])),
         reference_gpu_type=reference,
-        load=None if source == "synthetic" else p.get("load", float, None, min_value=0, exclusive_min=True,
-                                                      max_value=limits.MAX_LOAD),
-        download_hint=p.get("download_hint", str, None),
+        load=None if source == "synthetic" else p.get("load"),
+        download_hint=p.get("download_hint"),
         tenant_mix=None if mix is None else tuple((str(k), float(v)) for k, v in mix.items()),
     )
     p.finish()
@@ -566,7 +565,7 @@ def _workload_file(file: Path, p: Params, chain: tuple[Path, ...]) -> tuple[dict
         inherited = inherited["workload"]
     if "file" not in inherited:
         return inherited, file
-    inner = Params(inherited, "workload", file)
+    inner = DeclaredParams(inherited, "workload", file)
     nested = inner.get_path("file", file.parent)
     if not nested.is_file():
         raise inner.error("file", f"workload file {nested} {missing_or_irregular(nested)}")
@@ -577,7 +576,7 @@ def _workload_file(file: Path, p: Params, chain: tuple[Path, ...]) -> tuple[dict
 
 def _backfill_mode(p: Params) -> str:
     """``backfill``: true/false (greedy/none, as before) or one of :data:`BACKFILL_MODES`."""
-    value = p.get("backfill", (bool, str), True)
+    value = p.get("backfill")
     if isinstance(value, bool):
         return "greedy" if value else "none"
     if value not in BACKFILL_MODES:
@@ -587,37 +586,36 @@ def _backfill_mode(p: Params) -> str:
 
 
 def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
-    from simsched.policies import PLACEMENTS, policy_names
+    from simsched.policies import policy_names
 
-    policy = p.get("policy", str, "fifo")
+    p = DeclaredParams.of(p)
+    policy = p.get("policy")
     if ":" not in policy and policy not in policy_names():
         raise p.error("policy", f"unknown policy {policy!r}{did_you_mean(policy, policy_names())}; "
                       f"valid: {', '.join(policy_names())}, "
                       "or 'my_policy.py:MyPolicy'")
     mode = _backfill_mode(p)
-    depth = p.get("reserve_depth", int, 1, min_value=1)
+    depth = p.get("reserve_depth")
     if p.has("reserve_depth") and mode != "easy":
         raise p.error("reserve_depth", f'only applies to backfill = "easy" (here backfill = {mode!r}); '
                                        '"conservative" reserves for every waiting job')
-    from simsched.tenancy import QUOTA_MODES, RECLAIM_MODES
-
-    quota = p.get("quota", str, "none", choices=QUOTA_MODES)
+    quota = p.get("quota")
     if p.has("reclaim") and quota != "borrow":
         raise p.error("reclaim", f'only applies to quota = "borrow" (here quota = {quota!r}): it says how an owner '
                                  'gets GPUs it lent back')
     spec = SchedulerSpec(
         policy=policy,
         quota=quota,
-        reclaim=p.get("reclaim", str, "preempt", choices=RECLAIM_MODES),
-        placement=p.get("placement", str, "best_fit", choices=sorted(PLACEMENTS)),
+        reclaim=p.get("reclaim"),
+        placement=p.get("placement"),
         backfill=mode != "none",
         reserve=mode if mode in ("easy", "conservative") else "none",
         reserve_depth=depth,
-        allocation=p.get("allocation", str, "home", choices=ALLOCATIONS),
-        heterogeneous=p.get("heterogeneous", bool, False),
-        interval_s=p.get("interval_s", float, None, min_value=0, exclusive_min=True),
-        restart_penalty_s=p.get("restart_penalty_s", float, 0.0, min_value=0),
-        decide_on=p.get("decide_on", str, "event", choices=DECIDE_ON),
+        allocation=p.get("allocation"),
+        heterogeneous=p.get("heterogeneous"),
+        interval_s=p.get("interval_s"),
+        restart_penalty_s=p.get("restart_penalty_s"),
+        decide_on=p.get("decide_on"),
         options=p.rest(SCHEDULER_COMMON + ("reserve_depth",)),
     )
     p.finish()

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from simsched import limits
+from simsched import limits, scenario_keys
 from simsched.errors import InputError, SimschedError
 from simsched.evo import gp, learn_instances
 from simsched.evo.priority import (
@@ -58,15 +58,13 @@ from simsched.evo.priority import (
 )
 from simsched.inputs import note_read
 from simsched.parallel import TaskRunner
-from simsched.params import Params
 from simsched.scenario import load_scenario, read_toml
 from simsched.seeding import stream
 
 CHECKPOINT_FORMAT = "simsched-gp-checkpoint"
 #: the keys a ``[learn]`` table may hold (flags override them).
-LEARN_KEYS = ("population", "generations", "alpha", "train", "validation", "first_seed", "tournament",
-              "max_depth", "init_min", "init_max", "mutation_rate", "mutation_depth", "internal_bias",
-              "terminals", "constants", "jobs", "seed", "instances", "instance_seed", "sizes")
+#: the [learn] keys, declared (type, default, range, meaning) in simsched.scenario_keys
+LEARN_KEYS = scenario_keys.names("learn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +166,7 @@ def learn_config(scenario_path: str | Path, **flags: Any) -> LearnConfig:
     """The scenario's ``[learn]`` table (validated) with non-None ``flags`` on top."""
     path = Path(scenario_path)
     scenario = load_scenario(path)
-    table = Params(read_toml(path).get("learn", {}), "learn", path)
+    table = scenario_keys.DeclaredParams(read_toml(path).get("learn", {}), "learn", path)
     values: dict[str, Any] = {"seed": scenario.seed}
     ints = [k for k in LEARN_KEYS if k not in ("mutation_rate", "internal_bias", "terminals", "constants",
                                                "instances", "sizes")]
