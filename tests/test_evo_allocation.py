@@ -11,14 +11,13 @@ from simsched.errors import InputError
 from simsched.evo.allocation import (
     AllocationInstance,
     ClusterState,
-    _offspring,
-    _random_init,
     evaluate_assignment,
     evolve,
     mct_assign,
     objective_reference,
     plan_assignment,
 )
+from simsched.evo.ea import _offspring, _random_init
 from simsched.evo.objective import objective
 from simsched.evo.planner import plan_reference
 
@@ -300,7 +299,7 @@ def test_no_jobs() -> None:
 @given(st.integers(0, 2**32 - 1))
 def test_select_equals_numpy_stable_argsort(seed: int) -> None:
     """The EA's in-kernel selection against the numpy code it replaced: ties, inf and NaN."""
-    from simsched.evo.allocation import _select
+    from simsched.evo.ea import _select
 
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(2, 12)), 2 * int(rng.integers(1, 7))
@@ -318,7 +317,8 @@ def test_select_equals_numpy_stable_argsort(seed: int) -> None:
 
 def test_generation_kernel_equals_the_python_loop() -> None:
     """Offspring, objectives and selection in one kernel give the populations the old loop gave."""
-    from simsched.evo.allocation import _evaluate_population, _generation, _new_cache, _workspace
+    from simsched.evo.ea import _generation
+    from simsched.evo.fitness import _evaluate_population, _new_cache, _workspace
 
     rng = np.random.default_rng(17)
     for _ in range(5):

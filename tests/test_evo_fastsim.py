@@ -158,6 +158,20 @@ def test_periodic_rounds_are_left_to_the_engine(tmp_path: Path) -> None:
     assert run_objective(str(path), 1, graph_json, None) == run_objective_engine(str(path), 1, graph_json, None)
 
 
+def test_arrival_trigger_is_left_to_the_engine(tmp_path: Path) -> None:
+    """decide_on = "arrival" (plans at arrivals only) is not modelled here: learning scores it by the engine,
+    whose mct-gp then follows the scenario's trigger."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(PAPER_TINY.replace('policy = "fifo"', 'policy = "fifo"\ndecide_on = "arrival"'))
+    assert fastsim.prepare(load_scenario(path)) is None
+    graph_json = json.dumps(to_json(parse("g * d")))
+    arrival = run_objective(str(path), 1, graph_json, None)
+    assert arrival == run_objective_engine(str(path), 1, graph_json, None)
+    scenario = load_scenario(path).with_scheduler_keys({"policy": "mct-gp", "priority": "g * d",
+                                                        "decide_on": "arrival"}, "test")
+    assert arrival == simsched.run(scenario, seed=1).summary["objective"]
+
+
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 
 

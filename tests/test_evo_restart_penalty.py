@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from simsched.evo.allocation import _random_init, evaluate_assignment, objective_reference
+from simsched.evo.allocation import evaluate_assignment, objective_reference
+from simsched.evo.ea import _random_init
 from simsched.evo.scheduler import Problem
 from tests.test_evo_allocation import _random_instance
 

@@ -12,11 +12,11 @@ from simsched.errors import InputError
 from simsched.evo.allocation import (
     AllocationInstance,
     ClusterState,
-    _random_init,
     evaluate_assignment,
     evolve,
     objective_reference,
 )
+from simsched.evo.ea import _random_init
 from simsched.evo.objective import objective
 from simsched.scenario import load_scenario
 from tests.helpers import write_scenario

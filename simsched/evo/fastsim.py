@@ -23,8 +23,22 @@ docs/learning.md. This module replays the same run in numba, in the same order:
 The SimPy engine stays the reference: :func:`objective` must equal
 ``api.run(...).summary["objective"]`` exactly, which
 ``tests/test_evo_fastsim.py`` checks on many random instances. Scenarios this
-kernel does not model (periodic decision rounds) return ``None`` from
-:func:`prepare` and the caller uses the engine.
+kernel does not model (periodic decision rounds, ``decide_on = "arrival"``)
+return ``None`` from :func:`prepare` and the caller uses the engine.
+
+The proof that this replay equals the engine is differential, in
+``tests/test_evo_fastsim.py``, one test per kind of instance, each comparing the
+objective here with the SimPy engine's exactly:
+
+* ``test_random_instances_and_functions_match_the_engine`` (random fleets, jobs
+  and priority functions),
+* ``test_zero_duration_jobs_match_the_engine``,
+* ``test_paper_generator_instances_match_the_engine`` (the paper's generator),
+* ``test_an_overloaded_paper_instance_matches_the_engine`` (deep queues),
+* ``test_run_objective_equals_the_engine_path_and_nan_scores_inf`` (the learning
+  entry point), ``test_fast_kernel_equals_the_direct_kernel_on_paper_instances``
+  (this module's two kernels), and ``test_periodic_rounds_are_left_to_the_engine``
+  / ``test_arrival_trigger_is_left_to_the_engine`` (what it does not model).
 """
 
 from __future__ import annotations
@@ -353,7 +367,7 @@ def simulate_direct(codes: np.ndarray, consts: np.ndarray, arrival: np.ndarray, 
             counts[p, 0] = n_items + 1
             counts[p, 1] = n_entries
             item_offset[p, n_items + 1] = n_entries
-        # MCT (allocation._mct): jobs by priority, each to the group of earliest planned finish
+        # MCT (mct._mct): jobs by priority, each to the group of earliest planned finish
         for k in range(n_queued):
             i = order[k]
             j = queue[i]
@@ -816,6 +830,8 @@ def prepare(scenario: object, seed: int | None = None, jobs: int | None = None) 
     engine = sim.engine
     if engine.config.interval_s:
         return None  # periodic decision rounds: not modelled, use the engine
+    if sim.scenario.scheduler.decide_on != "event":
+        return None  # plans at arrivals only (decide_on = "arrival"): not modelled, use the engine
     groups = list(engine.fleet_state.groups.items())
     index = {key: p for p, (key, _) in enumerate(groups)}
     n_groups = len(groups)

@@ -261,7 +261,8 @@ def run_objective_engine(scenario_path: str, seed: learn_instances.InstanceKey, 
     scenario = _scenario(scenario_path)
     graph = from_json(json.loads(graph_json), "<gp individual>")
     scheduler = make_planner_scheduler(graph, allocation="mct", weights=scenario.objective_weights,
-                                       kind=scenario.objective.kind, w=scenario.objective.w)
+                                       kind=scenario.objective.kind, w=scenario.objective.w,
+                                       decide_on=scenario.scheduler.decide_on)
     try:
         result = api.run(learn_instances.resolve(scenario, seed), jobs=jobs, scheduler=scheduler)
     except NanPriority:
