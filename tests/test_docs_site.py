@@ -40,3 +40,14 @@ def test_the_readme_is_the_home_page_with_site_links():
     home = _hooks().readme_as_index()
     assert "](docs/" not in home
     assert "](plots.md)" in home and "](img/philly_gantt.png)" in home
+
+
+def test_the_gallery_page_is_the_tools_and_its_figures_exist():
+    spec = importlib.util.spec_from_file_location("gen_gallery", ROOT / "tools" / "gen_gallery.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "gallery.md").read_text(encoding="utf-8") == module.page(), \
+        "docs/gallery.md is out of date: python tools/gen_gallery.py"
+    for group, _, _, _, figures in module.GROUPS:
+        for name, _ in figures:
+            assert (ROOT / "docs" / "img" / "gallery" / f"{group}_{name}.png").is_file(), (group, name)
