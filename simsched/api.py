@@ -116,6 +116,16 @@ class RunResult:
     def partial(self) -> bool:
         return bool(self.summary.get("partial"))
 
+    def __repr__(self) -> str:
+        summary = self.summary
+        if not summary:
+            return f"<RunResult: {len(self._jobs)} jobs>"
+        policy = (summary.get("scheduler") or {}).get("policy", "?")
+        jct = summary.get("avg_jct")
+        return (f"<RunResult {summary.get('scenario', '?')}: {policy}, seed {summary.get('seed')}, "
+                f"{summary.get('jobs', len(self._jobs)):,} jobs, avg JCT "
+                + ("n/a" if jct is None else f"{jct:,.0f} s") + (", PARTIAL" if self.partial else "") + ">")
+
     def _repr_html_(self) -> str:
         """A notebook's view: the scenario, scheduler and seed, and the metric table (simsched.notebook)."""
         from simsched.notebook import run_html

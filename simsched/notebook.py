@@ -222,6 +222,11 @@ class Comparison:
         """compare.csv, compare_runs.csv, compare.md (as ``compare --out``; ``simsched plot`` draws them)."""
         return self.result.write(out_dir)
 
+    def __repr__(self) -> str:
+        cases = self.runs[["instance", "seed"]].drop_duplicates().shape[0]
+        return (f"<Comparison {', '.join(self.schedulers)} on {self.result.spec.scenario.name}: {len(self.runs)} runs, "
+                f"{cases} case(s), ranked by {self.result.spec.rank_by}>")
+
     def _repr_html_(self) -> str:
         from simsched.compare import METRICS, _fmt, seed_note
         from simsched.plots.report import table_html
@@ -351,6 +356,9 @@ class ExperimentResult:
 
     def to_frame(self) -> pd.DataFrame:
         return self.df
+
+    def __repr__(self) -> str:
+        return f"<ExperimentResult {self.name or self.folder.name}: {len(self.results)} runs, metric {self.metric}>"
 
     def _repr_html_(self) -> str:
         from simsched.plots.report import table_html
