@@ -45,22 +45,33 @@ class Profile:
     __slots__ = ("times", "free")
 
     def __init__(self, now: float, free: Sequence[int], releases: Sequence[tuple[float, Sequence[int], int]]) -> None:
-        ends = sorted({end for end, _, _ in releases if end > now})
-        self.times = [now, *ends]
-        self.free = np.tile(np.asarray(free, dtype=np.int64), (len(self.times), 1))
-        for end, nodes, share in releases:
-            row = bisect_left(self.times, end) if end > now else 0
-            for n in nodes:  # one entry per worker: a node may appear twice
-                self.free[row:, n] += share
+        ends = np.fromiter((end for end, _, _ in releases), dtype=np.float64, count=len(releases))
+        later = np.unique(ends[ends > now])
+        self.times = [now, *later.tolist()]
+        base = np.asarray(free, dtype=np.int64)
+        self.free = np.empty((len(self.times), len(base)), dtype=np.int64)
+        self.free[:] = base
+        if len(releases):
+            # each release adds its share to its nodes from its end's row on: one scatter, one cumsum
+            rows = np.searchsorted(later, ends, side="left") + 1
+            rows[ends <= now] = 0
+            counts = [len(nodes) for _, nodes, _ in releases]
+            node_index = np.fromiter((n for _, nodes, _ in releases for n in nodes), dtype=np.int64,
+                                     count=sum(counts))
+            shares = np.repeat(np.fromiter((share for _, _, share in releases), dtype=np.int64,
+                                           count=len(releases)), counts)
+            width = len(base)
+            delta = np.bincount(np.repeat(rows, counts) * width + node_index, weights=shares,
+                                minlength=self.free.size).astype(np.int64).reshape(self.free.shape)
+            self.free += np.cumsum(delta, axis=0)
 
     @classmethod
     def of(cls, view: SchedulerView) -> Profile:
-        now = view.now
-        releases = []
-        for job in view.running:
-            end = now + view.remaining_time(job, job.run_speed) + max(0.0, job.run_start + job.run_penalty - now)
-            releases.append((end, job.running_nodes, job.run_share))
-        return cls(now, view.free, releases)
+        # a running job ends when the engine's completion fires: its start + (restart penalty + its
+        # work at the start / its speed), the very float the engine computes (simsched.engine.start)
+        releases = [(job.run_start + (job.run_penalty + job.remaining_work / job.run_speed),
+                     job.running_nodes, job.run_share) for job in view.running]
+        return cls(view.now, view.free, releases)
 
     def _split(self, t: float) -> int:
         """Make ``t`` a breakpoint; its index."""
