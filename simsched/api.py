@@ -304,8 +304,11 @@ def scheduler_label(scheduler: object) -> str:
 
 
 def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
-               jobs: int | None = None, scheduler: Scheduler | str | None = None) -> Simulation:
-    """Load and validate everything a run needs (all input errors surface here)."""
+               jobs: int | None = None, scheduler: Scheduler | str | None = None,
+               whole_workload: bool = True) -> Simulation:
+    """Load and validate everything a run needs (all input errors surface here). A build check on
+    a cut of the workload (``whole_workload=False``, e.g. experiment's ``jobs=1`` check) skips what
+    only the whole workload can tell (a tenant with a quota and no job)."""
     from simsched.policies import resolve_policy_ref
 
     if not isinstance(scenario, Scenario):
@@ -332,7 +335,7 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
                                     rng_for=lambda name: stream(scenario.seed, name), file=str(scenario.path),
                                     weights=scenario.objective_weights, objective=scenario.objective)
     _check_rounds(scenario, fleet, specs, spec.interval_s or getattr(scheduler, "interval_s", None))
-    check_tenants(scenario, fleet, table)
+    check_tenants(scenario, fleet, table, every_tenant=whole_workload)
     tenancy = None
     if spec.quota != "none":
         from simsched.policies.placement import PLACEMENTS
@@ -367,7 +370,7 @@ def build_tenancy(fleet: Fleet, mode: str, reclaim: str) -> Tenancy:
     return Tenancy(fleet.clusters, capacity, mode, reclaim, by_type)
 
 
-def check_tenants(scenario: Scenario, fleet: Fleet, table: pd.DataFrame) -> None:
+def check_tenants(scenario: Scenario, fleet: Fleet, table: pd.DataFrame, every_tenant: bool = True) -> None:
     """Quotas against the workload and the fleet as it runs (after --nodes-per-type): a quota
     above capacity, a tenant no job has, or a quota mode without quotas is bad input."""
     spec = scenario.scheduler
@@ -389,7 +392,7 @@ def check_tenants(scenario: Scenario, fleet: Fleet, table: pd.DataFrame) -> None
                 raise InputError(f"{cluster.quota_schedule.source}: quotas add up to {most:g} GPUs on some day, above "
                                  f"the {cluster.total_gpus} GPUs of cluster {cluster.name!r} (after --nodes-per-type)")
         absent = [name for name in names if name not in present]
-        if absent and cluster.quota_schedule is None:
+        if absent and cluster.quota_schedule is None and every_tenant:
             shown = ", ".join(sorted(present)[:12]) + (" ..." if len(present) > 12 else "") if present else "none"
             raise InputError(f"{scenario.path}: cluster {cluster.name!r}: tenant {absent[0]!r} has a quota but no job "
                              f"of the workload belongs to it (tenants in the workload: {shown}); remove its quota "

@@ -51,7 +51,14 @@ import pandas as pd
 from simsched import atomic, ranking, scenario_keys
 from simsched.errors import InputError, did_you_mean
 from simsched.interrupts import Interrupted, worker_setup
-from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
+from simsched.metrics import (
+    FAIRNESS_METRICS,
+    METRIC_ALIASES,
+    STARVATION_METRICS,
+    SUMMARY_METRICS,
+    TENANT_WAIT,
+    flat_metrics,
+)
 from simsched.parallel import TaskRunner
 from simsched.policies import resolve_policy_ref
 from simsched.scenario import Scenario, load_scenario, read_toml
@@ -60,6 +67,11 @@ from simsched.scenario_keys import DeclaredParams
 #: every §7 summary metric the comparison reports: key, label, higher is better
 METRICS: tuple[tuple[str, str, bool], ...] = tuple((key, label, higher) for key, label, higher, _ in SUMMARY_METRICS)
 METRIC_KEYS = tuple(key for key, _, _ in METRICS)
+#: who waits and fairness between tenants: the second table (rows only for what the runs have)
+EXTRA_METRICS: tuple[tuple[str, str, bool], ...] = tuple(
+    (key, label, higher) for key, label, higher, _ in STARVATION_METRICS + FAIRNESS_METRICS)
+#: every metric compare can rank by
+RANKABLE = METRIC_KEYS + tuple(key for key, _, _ in EXTRA_METRICS)
 DEFAULT_SCHEDULERS = scenario_keys.DEFAULT_SCHEDULERS
 
 
@@ -264,7 +276,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     base = path.resolve().parent
     instances = [path] + [Path(p) if Path(p).is_absolute() else base / p
                           for p in table.get_list("instances", str, [])]
-    own_rank_by = table.get("rank_by", str, "avg_jct", choices=METRIC_KEYS + tuple(METRIC_ALIASES))
+    own_rank_by = table.get("rank_by", str, "avg_jct", choices=RANKABLE + tuple(METRIC_ALIASES))
     options = table.sub("options").rest()
     for name, value in options.items():
         if not isinstance(value, dict):
@@ -287,8 +299,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
                        METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
                        dict(scheduler_keys or {}), dict(settings or {}))
-    if spec.rank_by not in METRIC_KEYS:
-        raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(METRIC_KEYS)}")
+    if spec.rank_by not in RANKABLE:
+        raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
     _check_builds(spec)
     return spec
 
@@ -437,6 +449,7 @@ def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = 
     summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
+    row.update({key: math.nan if value is None else value for key, value in flat_metrics(summary).items()})
     # what the run said before it started (unfinished jobs are marked in the tables instead)
     row["_warnings"] = list(ready.warnings)
     if task.keep_jobs:
@@ -644,6 +657,7 @@ def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied, com
         for stale in ("compare.csv", "compare.md"):  # an earlier comparison's tables would mislead
             (out / stale).unlink(missing_ok=True)
         columns = ["instance", "seed", "scheduler", *METRIC_KEYS]
+        columns += list(dict.fromkeys(k for row in exc.rows for k in row if k not in columns and not k.startswith("_")))
         atomic.write_with(out / "compare_runs.csv",
                           lambda tmp: pd.DataFrame(exc.rows, columns=columns).to_csv(tmp, index=False))
     return out
@@ -657,13 +671,14 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
     order = list(spec.schedulers)
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
-    higher = dict((key, better) for key, _, better in METRICS)
+    metrics = list(METRICS) + extra_metrics(runs)
+    higher = dict((key, better) for key, _, better in metrics)
     runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
     marked = ranking.incomplete_counts(runs)
     eligible = [name for name in order if name not in marked] or order
     records = []
     grouped = runs.groupby("scheduler", sort=False)
-    for key, label, better in METRICS:
+    for key, label, better in metrics:
         means = grouped[key].mean()
         stds = grouped[key].std(ddof=1).fillna(0.0)
         candidates = means[eligible].dropna()
@@ -683,8 +698,21 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
     return CompareResult(spec, runs, table, ranks)
 
 
+def extra_metrics(runs: pd.DataFrame) -> list[tuple[str, str, bool]]:
+    """The second table's metrics the runs have: the starvation ones; the fairness ones and each
+    tenant's mean wait (``avg_wait@<tenant>``) when a run has tenants."""
+    def has(key: str) -> bool:
+        return key in runs.columns and bool(pd.to_numeric(runs[key], errors="coerce").notna().any())
+
+    chosen = [(key, label, higher) for key, label, higher, _ in STARVATION_METRICS if key in runs.columns]
+    chosen += [(key, label, higher) for key, label, higher, _ in FAIRNESS_METRICS if has(key)]
+    chosen += [(key, f"Avg wait, tenant {key[len(TENANT_WAIT):]} (s)", False)
+               for key in runs.columns if key.startswith(TENANT_WAIT) and has(key)]
+    return chosen
+
+
 # -- rendering (report layer) ---------------------------------------------------------------
-_FORMATS = {key: fmt for key, _, _, fmt in SUMMARY_METRICS}
+_FORMATS = {key: fmt for key, _, _, fmt in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS}
 _COUNTS = ("completed", "unfinished", "infeasible", "unscheduled", "preemptions")
 
 
@@ -784,6 +812,12 @@ def to_markdown(result: CompareResult) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if footnote:
         lines += ["", footnote + "."]
+    extra = _extra_rows(result)
+    if extra:
+        lines += ["", f"### {_extra_title(extra)}", "", "| Metric | " + " | ".join(labels) + " |",
+                  "|---|" + "---:|" * len(order)]
+        for key, label in extra:
+            lines.append(f"| {label} | " + " | ".join(_metric_cells(result, key, "**{}**")) + " |")
     lines += ["", f"### Rank by {result.spec.rank_by} per case (1 = best; ties share the mean rank)", ""]
     cases = [c for c in result.ranks.columns if c != "mean_rank"]
     lines.append("| Scheduler | " + " | ".join(cases) + " | Mean rank |")
@@ -795,6 +829,18 @@ def to_markdown(result: CompareResult) -> str:
         lines.append(f"| {shown} | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
                      + (f"**{mean}**" if r["mean_rank"] == best else mean) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _extra_title(rows: list[tuple[str, str]]) -> str:
+    fair = {key for key, *_ in FAIRNESS_METRICS}
+    tenants = any(key in fair or key.startswith(TENANT_WAIT) for key, _ in rows)
+    return "Who waits, and fairness between tenants" if tenants else "Who waits"
+
+
+def _extra_rows(result: CompareResult) -> list[tuple[str, str]]:
+    """(key, label) of the second table's rows, in table order."""
+    labels = dict(zip(result.table["metric"], result.table["label"]))
+    return [(key, labels[key]) for key in dict.fromkeys(result.table["metric"]) if key not in METRIC_KEYS]
 
 
 def rich_tables(result: CompareResult) -> list:
@@ -811,6 +857,16 @@ def rich_tables(result: CompareResult) -> list:
         metrics.add_column(shown, justify="right")
     for key, label, _ in METRICS:
         metrics.add_row(label, *_metric_cells(result, key, "[bold green]{}[/]"))
+    tables = [metrics]
+    extra = _extra_rows(result)
+    if extra:
+        waits = Table(title=_extra_title(extra))
+        waits.add_column("Metric")
+        for shown in labels:
+            waits.add_column(shown, justify="right")
+        for key, label in extra:
+            waits.add_row(label, *_metric_cells(result, key, "[bold green]{}[/]"))
+        tables.append(waits)
     ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)",
                   caption="† ranked after every run that finished all its feasible jobs" if footnote else None)
     ranks.add_column("Scheduler")
@@ -824,7 +880,7 @@ def rich_tables(result: CompareResult) -> list:
         mean = f"{r['mean_rank']:.2f}"
         ranks.add_row(shown, *(f"{r[c]:g}" for c in cases),
                       f"[bold green]{mean}[/]" if r["mean_rank"] == best else mean)
-    return [metrics, ranks]
+    return [*tables, ranks]
 
 
 # -- ``simsched.compare(...)``: the notebook API's call (simsched.notebook.compare) ----------------

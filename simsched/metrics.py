@@ -51,6 +51,46 @@ MEAN_METRICS = ("avg_jct", "weighted_jct", "avg_wait", "max_wait", "cq_avg", "we
 METRIC_ALIASES = {"unscheduled": "unfinished"}
 
 
+#: who waits and who is treated fairly (issue 21 starvation, issue 20 fairness), flat keys of the
+#: summary's ``starvation`` block and fairness figures as :func:`flat_metrics` gives them: key,
+#: label, higher is better, number format. compare shows them in a second table, experiment
+#: records them in results.csv; ``max_wait`` is a §7 metric already.
+STARVATION_METRICS: tuple[tuple[str, str, bool, str], ...] = (
+    ("p99_wait", "p99 wait (s)", False, "{:,.2f}"),
+    ("avg_wait_1gpu", "Avg wait, 1-GPU jobs (s)", False, "{:,.2f}"),
+    ("avg_wait_2_8gpu", "Avg wait, 2-8-GPU jobs (s)", False, "{:,.2f}"),
+    ("avg_wait_over_8gpu", "Avg wait, >8-GPU jobs (s)", False, "{:,.2f}"),
+    ("large_late_share", "Share of >8-GPU GPU-hours that waited >24 h", False, "{:.3f}"),
+)
+FAIRNESS_METRICS: tuple[tuple[str, str, bool, str], ...] = (
+    ("jain_slowdown", "Jain's index of tenants' mean slowdown", True, "{:.3f}"),
+    ("ftf_rho_max", "Max finish-time fairness rho", False, "{:,.2f}"),
+    ("ftf_rho_share_above_1", "Share of jobs with rho > 1", False, "{:.3f}"),
+)
+#: a tenant's mean wait is the metric ``avg_wait@<tenant>`` (``avg_wait@(no tenant)`` for jobs without one)
+TENANT_WAIT = "avg_wait@"
+
+
+def flat_metrics(summary: dict) -> dict[str, float | None]:
+    """The starvation and fairness figures of a run summary as flat metrics (None: n/a): every
+    STARVATION_METRICS and FAIRNESS_METRICS key (the fairness ones None for a run without tenants),
+    then ``avg_wait@<tenant>`` per tenant, in the tenants' order."""
+    starved = summary.get("starvation") or {}
+    by_size = starved.get("wait_by_size") or {}
+    flat: dict[str, float | None] = {
+        "p99_wait": starved.get("p99_wait"),
+        "avg_wait_1gpu": (by_size.get("1") or {}).get("mean_wait"),
+        "avg_wait_2_8gpu": (by_size.get("2-8") or {}).get("mean_wait"),
+        "avg_wait_over_8gpu": (by_size.get(">8") or {}).get("mean_wait"),
+        "large_late_share": starved.get("large_gpu_hours_late_share"),
+    }
+    for key, *_ in FAIRNESS_METRICS:
+        flat[key] = summary.get(key)
+    for tenant, block in (summary.get("tenants") or {}).items():
+        flat[TENANT_WAIT + tenant] = block.get("mean_wait")
+    return flat
+
+
 def jobs_frame(records: Sequence, cluster_names: Sequence[str],
                spell_nodes: Sequence[str] | None = None, runs: Sequence[int] | None = None) -> pd.DataFrame:
     """One row per job in input order; start empty (NaN) when it never started, end when it

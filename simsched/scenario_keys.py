@@ -123,10 +123,10 @@ def _reclaim_modes() -> tuple[str, ...]:
 
 
 def _metrics() -> tuple[str, ...]:
-    from simsched.compare import METRIC_KEYS
+    from simsched.compare import RANKABLE
     from simsched.metrics import METRIC_ALIASES
 
-    return METRIC_KEYS + tuple(METRIC_ALIASES)
+    return RANKABLE + tuple(METRIC_ALIASES)
 
 
 def _learn_sources() -> tuple[str, ...]:

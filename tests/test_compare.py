@@ -14,6 +14,7 @@ import pytest
 
 from simsched.cli import main
 from simsched.compare import METRIC_KEYS, compare_spec, run_compare
+from simsched.metrics import STARVATION_METRICS
 
 REPO = Path(__file__).resolve().parents[1]
 STUDENT = REPO / "tests" / "student_policy.py"
@@ -84,7 +85,8 @@ def test_table_ranks_and_best(scenario: Path) -> None:
     result = run_compare(compare_spec(scenario, schedulers=["fifo", "sjf", "student_policy.py:StudentPolicy"]),
                          workers=1)
     table = result.table
-    assert set(table["metric"]) == set(METRIC_KEYS)
+    # the §7 metrics, then the starvation ones (no tenants here: no fairness rows)
+    assert set(table["metric"]) == set(METRIC_KEYS) | {key for key, *_ in STARVATION_METRICS}
     jct = table[table["metric"] == "avg_jct"].set_index("scheduler")
     assert jct["best"].sum() == 1 and jct.loc[jct["mean"].idxmin(), "best"]
     runs = result.runs

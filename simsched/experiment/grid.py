@@ -51,6 +51,7 @@ class RunTask:
     scenario_hash: str
     resolved: Scenario
     record: tuple[str, ...]
+    metric: str = ""  # the spec's metric: a tenant's mean wait (avg_wait@<tenant>) is recorded only when named
 
 
 def sources(spec: ExperimentSpec) -> list[Source]:
@@ -130,7 +131,7 @@ def plan(spec: ExperimentSpec) -> list[RunTask]:
                                     [[k, _jsonable(v, spec_dir)] for k, v in point], digest]
                         run_id = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
                         tasks.append(RunTask(run_id, source.scenario, source.instance, entry.name, seed,
-                                             ea_stream, point, digest, resolved, spec.record))
+                                             ea_stream, point, digest, resolved, spec.record, spec.metric))
     return tasks
 
 
@@ -204,7 +205,7 @@ def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
             continue
         seen.add(key)
         try:
-            simulation(task.resolved, jobs=1)
+            simulation(task.resolved, jobs=1, whole_workload=False)
         except InputError as exc:
             where = ", ".join(f"{k} = {v!r}" for k, v in task.point)
             raise InputError(f"{spec.path}: scheduler {task.scheduler!r}" + (f" at {where}" if where else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,14 +21,23 @@ import pandas as pd
 from simsched.experiment.grid import RunTask, check_runs, plan
 from simsched.experiment.lock import FolderLock
 from simsched.experiment.spec import ExperimentSpec
-from simsched.experiment.store import ResultStore, in_plan_order, read_decisions, read_results
+from simsched.experiment.store import (
+    ADDED_LATER_METRICS,
+    ResultStore,
+    in_plan_order,
+    read_decisions,
+    read_results,
+)
 from simsched.inputs import check_outputs, note_read, scenario_inputs
 from simsched.interrupts import deferred, exit_code, received
+from simsched.metrics import TENANT_WAIT, flat_metrics
 from simsched.parallel import TaskRunner
 from simsched.shipping import Handle, Shipment, files_of, localize
 
 #: summary entries that are not metrics of the run (provenance, flags)
 NOT_METRICS = ("seed", "partial", "wall_time_s")
+#: top-level numbers of a summary with tenants that results.csv does not keep (a count, not a metric)
+LATER_TOP_LEVEL = ("ftf_rho_jobs",)
 
 
 class TimedScheduler:
@@ -49,10 +58,18 @@ class TimedScheduler:
         return getattr(self.inner, name)
 
 
-def metrics_of(summary: dict[str, Any]) -> dict[str, Any]:
-    """Every numeric top-level entry of a run summary, in the summary's order."""
-    return {key: value for key, value in summary.items()
-            if key not in NOT_METRICS and isinstance(value, (int, float)) and not isinstance(value, bool)}
+def metrics_of(summary: dict[str, Any], tenant_metrics: Sequence[str] = ()) -> dict[str, Any]:
+    """Every numeric top-level §7 entry of a run summary, in the summary's order, then the
+    starvation and fairness metrics (:func:`simsched.metrics.flat_metrics`; empty when n/a, e.g.
+    the fairness ones of a run without tenants), then the ``avg_wait@<tenant>`` metrics asked for
+    (empty for a tenant the run does not have)."""
+    flat = flat_metrics(summary)
+    metrics = {key: value for key, value in summary.items()
+               if key not in NOT_METRICS and key not in flat and key not in LATER_TOP_LEVEL
+               and isinstance(value, (int, float)) and not isinstance(value, bool)}
+    metrics.update({key: flat[key] for key in ADDED_LATER_METRICS})
+    metrics.update({key: flat.get(key) for key in tenant_metrics})
+    return metrics
 
 
 def execute(task: RunTask, shipped: Handle | None = None) -> dict[str, Any]:
@@ -75,7 +92,7 @@ def execute(task: RunTask, shipped: Handle | None = None) -> dict[str, Any]:
         "partial": result.partial,
         "identity": identity,
         "point": dict(task.point),
-        "metrics": metrics_of(result.summary),
+        "metrics": metrics_of(result.summary, tuple(m for m in (task.metric,) if m.startswith(TENANT_WAIT))),
         "decisions": timed.samples if timed is not None else None,
         "jobs": result.jobs if "jobs" in task.record else None,
     }

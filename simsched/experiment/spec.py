@@ -36,14 +36,30 @@ from pathlib import Path
 from typing import Any
 
 from simsched.errors import InputError
-from simsched.metrics import METRIC_ALIASES, SUMMARY_METRICS
+from simsched.metrics import (
+    FAIRNESS_METRICS,
+    METRIC_ALIASES,
+    STARVATION_METRICS,
+    SUMMARY_METRICS,
+    TENANT_WAIT,
+)
 from simsched.params import Params
 from simsched.scenario import read_toml
 
 INSTANCE_SETS = ("train", "validation", "test")
 RECORDS = ("decisions", "jobs")
 #: metrics a spec may rank and test on (summary keys, lower or higher better as in SUMMARY_METRICS)
-METRICS: dict[str, bool] = {key: higher for key, _, higher, _ in SUMMARY_METRICS}
+class _Metrics(dict):
+    """metric -> higher is better; a tenant's mean wait ``avg_wait@<tenant>`` is one too (lower better)."""
+
+    def __missing__(self, key: str) -> bool:
+        if isinstance(key, str) and key.startswith(TENANT_WAIT) and len(key) > len(TENANT_WAIT):
+            return False
+        raise KeyError(key)
+
+
+METRICS: dict[str, bool] = _Metrics({key: higher for key, _, higher, _ in
+                                     SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS})
 #: the sections of a scenario that overrides may change
 OVERRIDE_SECTIONS = ("workload", "scheduler", "objective")
 #: ``{objective.w}`` in a scheduler entry's text value: that grid point's value of the swept key
@@ -176,7 +192,11 @@ def load_spec(path: str | Path, preset: str | None = None, max_runs: int = MAX_R
     ea = _int_axis(top, "ea_streams", 1)
     names = [entry.name for entry in schedulers]
     headline = top.get("headline", str, names[0], choices=names)
-    metric = top.get("metric", str, "objective", choices=list(METRICS) + list(METRIC_ALIASES))
+    metric = top.get("metric", str, "objective")
+    if metric not in METRICS and metric not in METRIC_ALIASES and not (
+            metric.startswith(TENANT_WAIT) and len(metric) > len(TENANT_WAIT)):
+        raise top.error("metric", f"unknown value {metric!r}; valid: {', '.join(list(METRICS) + list(METRIC_ALIASES))}"
+                        f", or {TENANT_WAIT}<tenant> (a tenant's mean wait)")
     metric = METRIC_ALIASES.get(metric, metric)
     record = top.get_list("record", str, [])
     for item in record:

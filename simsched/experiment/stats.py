@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from simsched.errors import InputError
 from simsched.experiment.spec import METRICS, ExperimentSpec
 from simsched.ranking import UNFINISHED, case_ranks, incomplete
 
@@ -83,6 +84,9 @@ def compute(results: pd.DataFrame, spec: ExperimentSpec, decisions: pd.DataFrame
             jobs: pd.DataFrame | None = None) -> ExperimentStats:
     """Every table of the experiment from its rows (in plan order)."""
     metric = spec.metric
+    if metric not in results.columns:
+        raise InputError(f"results.csv has no column {metric!r} (its runs were recorded before that metric, or "
+                         "by a spec that named another tenant): run the experiment into another --out folder")
     ascending = not METRICS[metric]
     point = _point_keys(spec)
     cases = collapse_streams(results, spec)

@@ -46,6 +46,7 @@ import pandas as pd
 
 from simsched.atomic import named
 from simsched.errors import InputError
+from simsched.metrics import FAIRNESS_METRICS, STARVATION_METRICS
 
 IDENTITY_COLUMNS = ("run_id", "scenario", "instance", "scheduler", "seed", "ea_stream", "scenario_hash", "wall_s")
 DECISION_COLUMNS = ("run_id", "scheduler", "queued", "seconds")
@@ -96,6 +97,11 @@ def _rewrite(path: Path, data: bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise named(exc, path) from exc
+
+
+#: metrics results.csv gained after stores were written (issues 20, 21): a store whose header lacks
+#: them keeps its columns (the new metrics are left out of its rows, so --resume goes on)
+ADDED_LATER_METRICS = tuple(key for key, *_ in STARVATION_METRICS + FAIRNESS_METRICS)
 
 
 def _number_or_empty(cell: str) -> bool:
@@ -279,6 +285,8 @@ class ResultStore:
                 lines.insert(0, _line(DECISION_COLUMNS))
             _append(self.decisions_path, b"".join(lines))
         columns = IDENTITY_COLUMNS + self.sweep_keys + tuple(metrics)
+        if self.columns is not None:  # a store written before these metrics existed keeps its columns
+            columns = tuple(c for c in columns if c in self.columns or c not in ADDED_LATER_METRICS)
         row = {**identity, **point, **metrics}
         data = b""
         if self.columns is None:

@@ -15,12 +15,14 @@ import pandas as pd
 from simsched import atomic
 from simsched.experiment.spec import METRICS, ExperimentSpec
 from simsched.experiment.stats import ExperimentStats
-from simsched.metrics import SUMMARY_METRICS
+from simsched.metrics import FAIRNESS_METRICS, STARVATION_METRICS, SUMMARY_METRICS
 from simsched.ranking import mark, note
 
 #: other metrics shown as means beside the headline metric
 SIDE_METRICS = ("avg_jct", "avg_wait", "max_wait", "cq_avg", "cq_max", "utilization", "preemptions")
-LABELS = {key: label for key, label, _, _ in SUMMARY_METRICS}
+#: shown beside them when the runs have them (not n/a everywhere): issue 21's tail, issue 20's fairness
+LATER_SIDE_METRICS = ("p99_wait", "avg_wait_over_8gpu", "jain_slowdown", "ftf_rho_max")
+LABELS = {key: label for key, label, _, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS}
 
 
 def write_tables(stats: ExperimentStats, spec: ExperimentSpec, folder: str | Path, title: str) -> list[Path]:
@@ -86,9 +88,10 @@ def summary_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tu
 def side_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple[list[str], list[list[str]]]:
     frame = dict(_by_point(stats.cases, spec))[point]
     present = [m for m in SIDE_METRICS if m in frame.columns and m != spec.metric]
+    present += [m for m in LATER_SIDE_METRICS if m in frame.columns and m != spec.metric and frame[m].notna().any()]
     means = frame.groupby("scheduler", sort=False)[present].mean()
     header = ["scheduler"] + [LABELS.get(m, m) for m in present]
-    rows = [[name] + [_num(float(means.loc[name, m]), 3 if m == "utilization" else 1) for m in present]
+    rows = [[name] + [_num(float(means.loc[name, m]), 3 if m in ("utilization", "jain_slowdown", "ftf_rho_max") else 1) for m in present]
             for name in spec.scheduler_names if name in means.index]
     return header, rows
 
