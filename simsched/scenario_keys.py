@@ -14,6 +14,8 @@ cluster builder are validated there (see ``PASS_THROUGH``).
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -358,8 +360,6 @@ _BY_SECTION: dict[str, dict[str, Key]] = {s: {k.name: k for k in keys} for s, ke
 
 def section_of(prefix: str) -> str:
     """``cluster[0].nodes[1]`` -> ``cluster.nodes``: the section a key path belongs to."""
-    import re
-
     return re.sub(r"\[\d+\]", "", prefix)
 
 
@@ -418,6 +418,8 @@ class DeclaredParams(Params):
         k = key(self.section, name)
         if default is _MISSING and not isinstance(k.default, Dynamic):
             default = k.default
+            if isinstance(default, (list, dict)):
+                default = copy.deepcopy(default)  # a caller may change the list it gets
         elif default is not _MISSING and not isinstance(k.default, Dynamic) and k.default is not _MISSING \
                 and default != k.default:
             raise UndeclaredKey(f"{self.section}.{name}: default {default!r} here, {k.default!r} declared")

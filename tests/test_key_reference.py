@@ -138,6 +138,18 @@ def test_an_undeclared_key_is_refused_with_its_section():
     assert DeclaredParams({}, "cluster[3].nodes[1]", "s.toml").section == "cluster.nodes"
 
 
+def test_declared_values_are_used_and_not_shared():
+    p = DeclaredParams({"gpus": 0}, "cluster[0].nodes[0]", "s.toml")
+    with pytest.raises(InputError, match=r"s.toml: cluster\[0\].nodes\[0\].count: is required"):
+        p.get("count")
+    with pytest.raises(InputError, match=r"nodes\[0\].gpus: must be >= 1, got 0"):
+        p.get("gpus")
+    assert p.get("gpu_type") == "V100"
+    weights = DeclaredParams({}, "objective", "s.toml").get("weights")
+    weights.append(9)
+    assert scenario_keys.default_of("objective", "weights") == [1.0, 1.0, 1.0]
+
+
 _READS = {"get", "has", "get_path", "get_list", "sub"}
 
 
