@@ -221,6 +221,8 @@ def test_experiment_result_from_a_run_and_from_its_folder(tmp_path: Path) -> Non
     assert isinstance(fig, Figure) and fig.axes[0].get_ylabel() == "mean rank by avg_wait (1 = best)"
     assert sorted(t.get_text() for t in fig.axes[0].get_xticklabels()) == ["fifo", "sjf", "tiresias"]
     assert isinstance(loaded.plot("decision_time"), Figure)
+    box = loaded.plot("metric")
+    assert [ax.get_title() for ax in box.axes if ax.get_visible()] == ["avg_wait"]
     with pytest.raises(InputError, match="is not swept"):
         loaded.plot("sweep")
     with pytest.raises(InputError, match="no results.csv"):
