@@ -8,6 +8,8 @@ import pytest
 
 import simsched
 from simsched.policies.maxmin_hetero import maxmin_allocation
+from simsched.scenario import load_scenario
+from tests.conftest import REPO
 from tests.helpers import log, write_scenario
 
 HEADER = "job_id,submit,duration,gpus,tenant"
@@ -216,3 +218,72 @@ def test_fair_share_refuses_reservations(tmp_path, policy):
                           scheduler=f'policy = "{policy}"\nbackfill = "easy"')
     with pytest.raises(InputError, match="reservations"):
         simsched.run(path)
+
+
+# -- the course scenario: Philly's 11 VCs ----------------------------------------------------------
+PHILLY_VC = REPO / "scenarios" / "course" / "philly_vc.toml"
+
+
+@pytest.mark.parametrize("policy, quota", [("fifo", "none"), ("fifo", "borrow"), ("drf", "none"),
+                                           ("maxmin-hetero", "none"), ("ftf", "none"), ("drf", "strict")])
+def test_philly_vc_runs_end_to_end(policy, quota):
+    scenario = load_scenario(PHILLY_VC).with_scheduler_keys({"policy": policy, "quota": quota}, "test")
+    # the first 213 jobs (seed 1) hold a job of every VC: fewer would leave a quota without jobs (refused)
+    result = simsched.run(scenario, jobs=240)
+    assert result.summary["jobs"] == 240 and set(result.jobs["tenant"]) == set(PHILLY_VC_QUOTAS)
+    jobs = result.jobs
+    if quota == "strict":  # a job asking for more than its VC's quota never starts (borrowing would let it)
+        quota_of = {t.name: t.total for t in scenario.clusters[0].tenants}
+        left = jobs[jobs["status"] != "done"]
+        assert len(left) >= 1 and all(row.gpus > quota_of[row.tenant] for row in left.itertuples())
+        assert result.summary["completed"] == 240 - len(left)
+    else:
+        assert result.summary["completed"] == 240
+
+
+#: VC -> Philly node quota, as the scenario's header gives it (checked against the trace file below)
+PHILLY_VC_QUOTAS = {"6214e9": 64, "7f04ca": 32, "11cb48": 16, "b436b2": 64, "ee9e8c": 64, "e13805": 16,
+                    "6c71a0": 32, "2869ce": 16, "ed69ec": 8, "103959": 8, "0e4a51": 32}
+
+
+def test_philly_vc_quotas_are_proportional_to_philly_node_quotas(traces_dir):
+    import pandas as pd
+
+    nodes = pd.read_csv(traces_dir / "philly" / "helios_philly_vc.csv").set_index("vc")["node num"]
+    assert {str(k): int(v) for k, v in nodes.items()} == PHILLY_VC_QUOTAS
+    cluster = load_scenario(PHILLY_VC).clusters[0]
+    quotas = {t.name: t.total for t in cluster.tenants}
+    assert set(quotas) == set(PHILLY_VC_QUOTAS)
+    gpus = sum(group.count * group.gpus for group in cluster.nodes)
+    assert sum(quotas.values()) == gpus
+    for vc, n in PHILLY_VC_QUOTAS.items():
+        assert quotas[vc] == pytest.approx(n * gpus / sum(PHILLY_VC_QUOTAS.values()))
+
+
+def test_philly_vc_tenant_mix_is_philly_job_share():
+    import json
+
+    shares = json.loads((REPO / "simsched" / "data" / "philly_stats.json").read_text())["vc_shares"]
+    mix = dict(load_scenario(PHILLY_VC).workload.tenant_mix)
+    assert set(mix) == set(PHILLY_VC_QUOTAS)
+    assert all(mix[vc] == shares[vc] for vc in mix)
+
+
+def test_tenant_waits_table(tmp_path):
+    """tools/tenant_waits.py: mean wait per tenant from jobs.csv, busiest tenant first."""
+    import subprocess
+    import sys
+
+    jobs = ["a1,0,100,2,a", "a2,0,100,2,a", "b1,0,100,2,b"]  # one 2-GPU node: a1 0, a2 100, b1 200 (FIFO)
+    path = write_scenario(tmp_path, clusters=node(2), jobs=jobs, header=HEADER, scheduler='policy = "fifo"')
+    done = subprocess.run([sys.executable, "-m", "simsched", str(path), "--out", str(tmp_path / "fifo"), "--quiet"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    tool = subprocess.run([sys.executable, str(REPO / "tools" / "tenant_waits.py"), str(tmp_path / "fifo"),
+                           "--unit", "s"], capture_output=True, text=True)
+    assert tool.returncode == 0, tool.stderr
+    assert tool.stdout.splitlines() == ["| Tenant | Jobs | `fifo` |", "|---|---:|---:|", "| a | 2 | 50.00 |",
+                                        "| b | 1 | 200.00 |", "| all | 3 | **100.00** |"]
+    missing = subprocess.run([sys.executable, str(REPO / "tools" / "tenant_waits.py"), str(tmp_path / "nope")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "no jobs.csv" in missing.stderr

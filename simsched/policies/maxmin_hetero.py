@@ -34,8 +34,12 @@ The result is exact max-min fairness, not only the minimum of Gavel's single
 program.
 
 **Rounds** (the periodic decisions ``las`` uses; ``interval_s``, default 360
-s, Gavel's 6-minute rounds). Each decision turns the fractional allocation into
-whole jobs, tenants with the lowest normalised throughput first:
+s, Gavel's 6-minute rounds). The allocation is computed once per round, at
+its first decision, from the jobs queued and running then; later decisions in
+the round (arrivals, finishes) keep it, unless a tenant without one appears
+or the quotas change (then it is computed again at once). Each decision turns
+the fractional allocation into whole jobs, tenants with the lowest normalised
+throughput first:
 
 1. *within allocation*: a tenant starts its first queued job (submit order)
    on a group where it stays within x[t, r]; when the GPUs are not free it
@@ -178,9 +182,10 @@ class MaxMinHeteroScheduler(QuotaSource):
         self.allocation = allocation
         self.backfill = backfill
         self.interval_s = DEFAULT_ROUND_S if interval_s is None else interval_s
-        self._cache: tuple | None = None  # (inputs, x, levels) of the last program
+        self._cache: tuple | None = None  # (inputs, x, levels, round) of the last water-filling
         self._acted = True
         self._t_index: dict = {}
+        self._stale = False  # the last decision used its round's allocation, not one of the jobs then
         self.programs = 0  # water-fillings solved (not cached), for tests and benchmarks
 
     # -- the allocation ---------------------------------------------------------------
@@ -216,13 +221,20 @@ class MaxMinHeteroScheduler(QuotaSource):
         else:
             weights = np.ones(len(tenants))
         key = (tuple(tenants), a.tobytes(), served.tobytes(), cap.tobytes(), demand.tobytes(), weights.tobytes())
-        if self._cache is not None and self._cache[0] == key:
-            x, levels = self._cache[1], self._cache[2]
+        round_k = math.floor(view.now / self.interval_s) if self.interval_s > 0 else view.now
+        cache = self._cache
+        if cache is not None and (cache[0] == key or (cache[3] == round_k and cache[0][0] == key[0]
+                                                      and cache[0][3] == key[3] and cache[0][5] == key[5])):
+            # the same inputs; or the same round, tenants, capacity and weights (quotas): the round's
+            # allocation stands (once per round, as Gavel; a tenant that appears gets one at once)
+            x, levels = cache[1], cache[2]
+            self._stale = cache[0] != key
         else:
             x, levels = maxmin_allocation(a, cap, demand, weights, served) if weights.sum() > 0 else (
                 np.zeros_like(a), np.zeros(len(tenants)))
             self.programs += 1
-            self._cache = (key, x, levels)
+            self._cache = (key, x, levels, round_k)
+            self._stale = False
         equal = a @ cap * weights / weights.sum() if weights.sum() > 0 else np.zeros(len(tenants))
         return tenants, groups, x, levels, a, equal
 
@@ -350,10 +362,14 @@ class MaxMinHeteroScheduler(QuotaSource):
         return self.placement(group, option.per_worker, job.workers, free)
 
     def quiet_until(self, view: SchedulerView) -> float:
-        """After a decision that did nothing, rounds decide nothing until an arrival, a finish or a
-        quota change: the allocation depends only on which jobs are queued and running."""
+        """After a decision that did nothing, rounds decide nothing until an arrival, a finish, a
+        quota change or (when it used its round's allocation while the jobs had changed) the next
+        round: the allocation depends only on which jobs are queued and running."""
         if self._acted:
             return view.now
+        if self._stale:  # the next round computes a new allocation, which may act
+            at = (self._cache[3] + 1) * self.interval_s
+            return at - (1e-7 * abs(at) + 1e-3)  # at or before the engine's round (float sums)
         bound = self._bound
         if bound is not None and getattr(view, "tenants", None) is None:
             later = [t for t in bound.change_times if t > view.now]
