@@ -406,9 +406,10 @@ class ExperimentResult:
 
 
 def run_experiment(spec: str | Path, out: str | Path, *, preset: str | None = None, workers: int | None = None,
-                   resume: bool = False) -> ExperimentResult:
+                   resume: bool = False, format: str = "csv") -> ExperimentResult:
     """Run an experiment spec into the store folder ``out`` (as ``simsched experiment SPEC --out OUT``:
-    results.csv and the statistics tables) and return its :class:`ExperimentResult`."""
+    results.csv and the statistics tables) and return its :class:`ExperimentResult`; ``format`` is
+    that of the per-job tables the spec records (csv or parquet)."""
     from simsched.experiment.runner import run_experiment as run_spec
     from simsched.experiment.spec import load_spec
     from simsched.experiment.stats import compute
@@ -416,7 +417,7 @@ def run_experiment(spec: str | Path, out: str | Path, *, preset: str | None = No
     from simsched.experiment.tables import write_tables
 
     loaded = load_spec(spec, preset)
-    run = run_spec(loaded, out, workers=workers, resume=resume)
+    run = run_spec(loaded, out, workers=workers, resume=resume, jobs_format=format)
     jobs = read_jobs(out, run.results, loaded.sweep_keys) if "jobs" in loaded.record else None
     stats = compute(run.results, loaded, run.decisions, jobs)
     write_tables(stats, loaded, out, loaded.name + (f" (preset {loaded.preset})" if loaded.preset else ""))

@@ -96,3 +96,29 @@ def test_parquet_without_pyarrow_is_one_line_exit_2(scenario: Path, tmp_path: Pa
     assert "needs pyarrow" in capsys.readouterr().err
     assert main([str(scenario), "--format", "parquet", "--quiet"]) == 2
     assert "--format needs --out" in capsys.readouterr().err
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'name = "e"\nscenarios = ["{scenario}"]\nschedulers = ["fifo"]\nrecord = ["jobs"]\n')
+    assert main(["experiment", str(spec), "--format", "parquet", "--out", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: --format parquet needs pyarrow, which is not installed: pip install -e '.[parquet]'"]
+    assert not out.exists()
+
+
+def test_experiment_records_per_job_tables_in_parquet(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
+    pytest.importorskip("scipy.stats", reason="statistics need the extra 'experiment' (scipy)")
+    from tests.test_experiment import _spec_dir
+
+    spec = _spec_dir(tmp_path)  # record = ["decisions", "jobs"]
+    for fmt in ("csv", "parquet"):
+        assert main(["experiment", str(spec), "--preset", "quick", "--workers", "1", "--format", fmt,
+                     "--out", str(tmp_path / fmt), "--quiet"]) == 0
+        assert sorted({p.suffix for p in (tmp_path / fmt / "jobs").iterdir()}) == [f".{fmt}"]
+    csv_jobs = sorted((tmp_path / "csv" / "jobs").iterdir())
+    for path in csv_jobs:  # the same per-job table in either format
+        parquet = pd.read_parquet(tmp_path / "parquet" / "jobs" / f"{path.stem}.parquet")
+        assert parquet["job_id"].astype(str).tolist() == pd.read_csv(path)["job_id"].astype(str).tolist()
+        assert parquet["wait"].tolist() == pytest.approx(pd.read_csv(path)["wait"].tolist(), nan_ok=True)
+    # the statistics drawn from them are the same
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "csv" / "by_priority.csv"),
+                                  pd.read_csv(tmp_path / "parquet" / "by_priority.csv"))

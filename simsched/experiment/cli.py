@@ -36,6 +36,9 @@ def _parser() -> Parser:
                         "instances with a run still missing are left out (for a long run in progress)")
     p.add_argument("--only", metavar="KEY=VALUE,...",
                    help="with --verify: only rows with these instance, scheduler, seed or ea_stream values")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="file format of the per-job tables (record = [\"jobs\"]: DIR/jobs/RUN_ID.csv or .parquet; "
+                        "parquet needs pip install -e '.[parquet]')")
     add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
     return p
 
@@ -52,6 +55,9 @@ def experiment_command(argv: list[str]) -> int:
     from simsched.experiment.tables import write_tables
 
     args = _parser().parse_args(argv)
+    from simsched.outputs import require_format
+
+    require_format(args.format)  # before anything is made or run: one line when pyarrow is missing
     if args.address and args.executor != "ray":
         raise InputError("python -m simsched experiment: --address needs --executor ray")
     from simsched.experiment.spec import MAX_RUNS
@@ -71,6 +77,7 @@ def experiment_command(argv: list[str]) -> int:
     pictures = check_plot_flags(args, "python -m simsched experiment")
     err = Console(stderr=True)
     where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume,
+                 jobs_format=args.format,
                  notify=lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
     try:
         if args.quiet:

@@ -128,7 +128,7 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
                    executor: str = "local", address: str | None = None, resume: bool = False,
                    progress: Callable[[int, int], None] | None = None,
                    notify: Callable[[str], None] | None = None,
-                   status: Callable[[str], None] | None = None) -> ExperimentRun:
+                   status: Callable[[str], None] | None = None, jobs_format: str = "csv") -> ExperimentRun:
     """Run every task of ``spec`` not yet in the store under ``out`` and return all rows.
 
     The folder is locked for the call (:class:`~simsched.experiment.lock.FolderLock`): a second
@@ -136,8 +136,14 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     torn or rejected results row, a duplicate refused). ``status`` gets the Ray cluster's state for live
     progress ("2 nodes, 2 running, 1 retried") as runs end and about once a second between them.
 
+    ``jobs_format`` is the file format of the per-job tables (``record = ["jobs"]``): ``csv`` or
+    ``parquet`` (``--format``; needs pyarrow).
+
     Raises :class:`ExperimentInterrupted` on Ctrl-C after recording every run that finished.
     """
+    from simsched.outputs import require_format
+
+    require_format(jobs_format, "--format")
     tasks = plan(spec)
     check_runs(spec, tasks)
     _check_inputs_kept(spec, tasks, Path(out))
@@ -146,7 +152,8 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
         if lock.warning and notify:
             notify(lock.warning)
         return _run_locked(spec, tasks, out, workers=workers, executor=executor, address=address,
-                           resume=resume, progress=progress, notify=notify, status=status)
+                           resume=resume, progress=progress, notify=notify, status=status,
+                           jobs_format=jobs_format)
 
 
 #: the files an experiment writes into its folder (with jobs/ and plots/): no input may be one of them
@@ -191,8 +198,8 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
                 executor: str, address: str | None, resume: bool,
                 progress: Callable[[int, int], None] | None,
                 notify: Callable[[str], None] | None,
-                status: Callable[[str], None] | None = None) -> ExperimentRun:
-    store = ResultStore(out, spec.sweep_keys)
+                status: Callable[[str], None] | None = None, jobs_format: str = "csv") -> ExperimentRun:
+    store = ResultStore(out, spec.sweep_keys, jobs_format)
     finished = store.open(resume, {task.run_id: _identity_text(task) for task in tasks})
     _tell(store, notify)
     store.write_plan([(t.run_id, t.scenario, t.instance, t.scheduler, t.seed, t.ea_stream, *(v for _, v in t.point))

@@ -117,9 +117,10 @@ def _number_or_empty(cell: str) -> bool:
 class ResultStore:
     """The files of one experiment folder."""
 
-    def __init__(self, folder: str | Path, sweep_keys: Sequence[str]) -> None:
+    def __init__(self, folder: str | Path, sweep_keys: Sequence[str], jobs_format: str = "csv") -> None:
         self.folder = Path(folder)
         self.sweep_keys = tuple(sweep_keys)
+        self.jobs_format = jobs_format  # the per-job tables (record = ["jobs"]): jobs/RUN_ID.csv or .parquet
         self.columns: tuple[str, ...] | None = None  # fixed by the first row written or read
         self.finished: set[str] = set()  # run_ids with a row: a run counts once
         self.notices: list[str] = []  # what open() dropped or rejected, what add() refused
@@ -133,7 +134,7 @@ class ResultStore:
         return self.folder / DECISIONS
 
     def jobs_path(self, run_id: str) -> Path:
-        return self.folder / JOBS / f"{run_id}.csv"
+        return self.folder / JOBS / f"{run_id}.{self.jobs_format}"
 
     def open(self, resume: bool, planned: dict[str, tuple[str, ...]] | None = None) -> set[str]:
         """Make the folder ready; returns the run_ids already finished (empty unless ``resume``).
@@ -278,7 +279,12 @@ class ResultStore:
         if jobs is not None:
             path = self.jobs_path(run_id)
             path.parent.mkdir(exist_ok=True)
-            _rewrite(path, jobs.to_csv(index=False).encode())
+            if self.jobs_format == "parquet":
+                _rewrite(path, jobs.to_parquet(index=False, engine="pyarrow", compression="zstd"))
+                path.with_suffix(".csv").unlink(missing_ok=True)  # one table per run
+            else:
+                _rewrite(path, jobs.to_csv(index=False).encode())
+                path.with_suffix(".parquet").unlink(missing_ok=True)
         if decisions is not None:
             lines = [_line((run_id, identity["scheduler"], queued, seconds)) for queued, seconds in decisions]
             if not self.decisions_path.exists() or self.decisions_path.stat().st_size == 0:
@@ -323,14 +329,17 @@ def read_decisions(folder: str | Path) -> pd.DataFrame:
 
 
 def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[str]) -> pd.DataFrame:
-    """The per-job tables (``record = ["jobs"]``) of the runs in ``results``, with each run's
+    """The per-job tables (``record = ["jobs"]``, CSV or Parquet) of the runs in ``results``, with each run's
     run_id, scheduler and swept values as leading columns; empty when none were recorded."""
     frames = []
     for row in results[["run_id", "scheduler", *sweep_keys]].to_dict("records"):
         path = Path(folder) / JOBS / f"{row['run_id']}.csv"
-        if not path.exists():
+        if path.exists():
+            jobs = pd.read_csv(path)
+        elif path.with_suffix(".parquet").exists():  # experiment --format parquet
+            jobs = pd.read_parquet(path.with_suffix(".parquet"), engine="pyarrow")
+        else:
             continue
-        jobs = pd.read_csv(path)
         for key, value in reversed(list(row.items())):
             jobs.insert(0, key, value)
         frames.append(jobs)
