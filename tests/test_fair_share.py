@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import simsched
 from simsched.policies.maxmin_hetero import maxmin_allocation
 from simsched.scenario import load_scenario
 from tests.conftest import REPO
 from tests.helpers import log, write_scenario
+from tests.test_tenants import max_usage
 
 HEADER = "job_id,submit,duration,gpus,tenant"
 MODES = ["none", "strict", "borrow"]
@@ -287,3 +290,103 @@ def test_tenant_waits_table(tmp_path):
     missing = subprocess.run([sys.executable, str(REPO / "tools" / "tenant_waits.py"), str(tmp_path / "nope")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "no jobs.csv" in missing.stderr
+
+
+# -- properties ------------------------------------------------------------------------------------
+@st.composite
+def fair_cases(draw):
+    n = draw(st.integers(1, 12))
+    rows = [f"j{i},{draw(st.integers(0, 50))},{draw(st.integers(1, 80))},{draw(st.sampled_from([1, 2, 3, 4, 8]))},"
+            f"{draw(st.sampled_from(['a', 'b', 'c']))},{draw(st.sampled_from(['V100', 'K80']))}" for i in range(n)]
+    quotas = draw(st.lists(st.integers(0, 8), min_size=3, max_size=3).filter(lambda q: sum(q) <= 16))
+    return (rows, quotas, draw(st.sampled_from(["drf", "ftf", "maxmin-hetero"])),
+            draw(st.sampled_from(["none", "strict", "borrow"])), draw(st.sampled_from(["true", "false"])))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=fair_cases())
+def test_fair_share_runs_every_job_and_keeps_strict_quotas(tmp_path_factory, case):
+    """On a V100 node and a K80 node (8 GPUs each; typed jobs may run on the other type), every
+    fair-share policy under every quota mode: the engine accepts every decision, every job that
+    fits its tenant's quota finishes, and under "strict" no tenant ever holds more than its quota."""
+    rows, quotas, policy, mode, backfill = case
+    tmp = tmp_path_factory.mktemp("fair")
+    present = sorted({row.split(",")[4] for row in rows})
+    tenants = "".join(f'[[cluster.tenant]]\nname = "{name}"\ngpus = {q}\n'
+                      for name, q in zip("abc", quotas) if name in present)
+    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 8, gpu_type = "V100" }, '
+                '{ count = 1, gpus = 8, gpu_type = "K80" }]\n' + tenants)
+    path = write_scenario(tmp, clusters=clusters, jobs=rows, header=HEADER + ",gpu_type",
+                          scheduler=f'policy = "{policy}"\nquota = "{mode}"\nbackfill = {backfill}\n'
+                                    'heterogeneous = true\nrestart_penalty_s = 1')
+    result = simsched.run(path)
+    quota = {name: q for name, q in zip("abc", quotas) if name in present}
+    if mode == "strict":
+        for name, most in max_usage(result).items():
+            assert most <= quota[name] + 1e-9, (name, most, quota[name])
+    for row in result.jobs.itertuples():
+        if mode != "strict" or row.gpus <= quota[row.tenant] / 2:  # (on a K80 a V100 job may hold 2x)
+            assert row.status == "done", (row.job_id, row.status)
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.lists(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, 3.0]), min_size=2, max_size=2),
+                  min_size=1, max_size=4),
+       cap=st.lists(st.integers(1, 8), min_size=2, max_size=2),
+       demand=st.lists(st.integers(1, 12), min_size=4, max_size=4),
+       weights=st.lists(st.integers(1, 5), min_size=4, max_size=4))
+def test_maxmin_allocation_is_feasible_and_its_minimum_is_optimal(a, cap, demand, weights):
+    """Within capacity and demand; the lowest level equals the optimum of Gavel's single program
+    (max z subject to every tenant at z); nobody below the lowest level; and no tenant's level can
+    rise alone within the GPUs left over (a leftover it could use would be handed out)."""
+    from scipy.optimize import linprog
+
+    a = np.array([row if any(row) else [1.0, 0.0] for row in a])
+    n = len(a)
+    cap, demand, weights = np.array(cap, float), np.array(demand[:n], float), np.array(weights[:n], float)
+    x, levels = maxmin_allocation(a, cap, demand, weights)
+    assert (x >= -1e-9).all()
+    assert (x.sum(axis=0) <= cap + 1e-6).all() and (x.sum(axis=1) <= demand + 1e-6).all()
+    equal = a @ cap * weights / weights.sum()
+    np.testing.assert_allclose((a * x).sum(axis=1) / equal, levels, rtol=1e-6, atol=1e-6)
+    # Gavel's single program
+    m = a.shape[1]
+    rows = []
+    for t in range(n):
+        row = np.zeros(n * m + 1)
+        row[t * m:(t + 1) * m] = -a[t]
+        row[-1] = equal[t]
+        rows.append(row)
+    for r in range(m):
+        row = np.zeros(n * m + 1)
+        row[r:n * m:m] = 1.0
+        rows.append(row)
+    for t in range(n):
+        row = np.zeros(n * m + 1)
+        row[t * m:(t + 1) * m] = 1.0
+        rows.append(row)
+    cost = np.zeros(n * m + 1)
+    cost[-1] = -1.0
+    res = linprog(cost, A_ub=np.array(rows), b_ub=np.concatenate((np.zeros(n), cap, demand)),
+                  bounds=[(0.0, 0.0 if a[t, r] <= 0 else None) for t in range(n) for r in range(m)] + [(0, None)],
+                  method="highs")
+    assert levels.min() == pytest.approx(res.x[-1], rel=1e-6, abs=1e-6)
+    left = cap - x.sum(axis=0)
+    for t in range(n):
+        room = demand[t] - x[t].sum()
+        gain = sum(a[t, r] * min(left[r], room) for r in range(m) if left[r] > 1e-6 and a[t, r] > 0)
+        assert room <= 1e-6 or gain <= 1e-6, (t, room, left)
+
+
+def test_maxmin_hetero_skipped_rounds_change_nothing(monkeypatch):
+    """quiet_until lets the engine skip rounds that would decide nothing: the run is the same as
+    with every round decided (its allocation is computed once per round either way)."""
+    from simsched.policies.maxmin_hetero import MaxMinHeteroScheduler
+
+    scenario = load_scenario(PHILLY_VC).with_scheduler_keys({"policy": "maxmin-hetero", "interval_s": 600.0}, "t")
+    skipping = simsched.run(scenario, jobs=400)
+    monkeypatch.setattr(MaxMinHeteroScheduler, "quiet_until", None)
+    every = simsched.run(scenario, jobs=400)
+    assert skipping.summary["preemptions"] > 0
+    assert log(skipping) == log(every)
+    assert skipping.summary["decisions"] == every.summary["decisions"]
