@@ -4,8 +4,11 @@ The pure functions (:func:`jain`, :func:`alone_time`, :func:`rho`,
 :func:`demand_at_arrival`) carry the definitions; :func:`tenant_summary`
 applies them to a run's jobs table (docs/engine.md "Tenant fairness").
 
-- **Slowdown** of a job: JCT / its execution time as run (its duration at the
-  speed of the GPU type it last ran on, restart penalties excluded).
+- **Slowdown** of a job: bounded slowdown (Feitelson), max(1, JCT / max(its
+  execution time as run, SLOWDOWN_BOUND_S)); the execution time as run is its
+  duration at the speed of the GPU type it last ran on, restart penalties
+  excluded. The bound keeps a few-second job that waited an hour from
+  swamping a tenant's mean.
 - **Jain's index** over values x_1..x_n: (sum x)^2 / (n sum x^2); 1 when all are
   equal, 1/n when one tenant gets everything. ``jain_slowdown`` is taken over
   the tenants' mean slowdowns.
@@ -33,6 +36,8 @@ from simsched.model import ClusterSpec
 
 #: the bucket of jobs without a tenant, in the ``tenants`` block
 NO_TENANT = "(no tenant)"
+#: bounded slowdown: execution times below this count as this long (s)
+SLOWDOWN_BOUND_S = 10.0
 #: rho above 1 + RHO_TOLERANCE counts as "above 1" (a job that never waited has rho = 1 up to rounding)
 RHO_TOLERANCE = 1e-9
 
@@ -126,6 +131,13 @@ class QuotaBook:
         index = np.maximum(0, np.searchsorted(np.asarray(starts), np.asarray(times, dtype=float), side="right") - 1)
         return np.asarray(gpus, dtype=float)[index]
 
+    def total_steps(self, tenant: str, clusters: Sequence[int]) -> list[list[float]]:
+        """Tenant's quota summed over ``clusters`` as [time, GPUs] steps (the first at 0)."""
+        times = sorted({t for c in clusters for t in self.steps(c, tenant)[0]})
+        at = np.asarray(times, dtype=float)
+        total = sum((self.quota_at(c, tenant, at) for c in clusters), np.zeros(len(at)))
+        return [[float(t), float(g)] for t, g in zip(times, total)]
+
     def gpu_seconds(self, c: int, tenant: str | None, t0: float, t1: float) -> float:
         """The quota integrated over [t0, t1] (GPU-seconds); the first step holds before its time too."""
         starts, gpus = self.steps(c, tenant)
@@ -177,8 +189,7 @@ def tenant_summary(df: pd.DataFrame, exec_s: np.ndarray, cluster_of: np.ndarray,
     exec_s = np.asarray(exec_s, dtype=float)
     # an unfinished job stays in its tenant's demand to the end of the run (and past any arrival)
     leave = np.where(status == "done", df["end"].to_numpy(float), np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slowdown = np.where(counted & (exec_s > 0), jct / np.where(exec_s > 0, exec_s, 1.0), np.nan)
+    slowdown = np.where(counted, np.maximum(1.0, jct / np.maximum(exec_s, SLOWDOWN_BOUND_S)), np.nan)
 
     names = book.names
     if len(names) == 1:  # an unfinished job that never ran and has no home still belongs to the only cluster
@@ -226,6 +237,8 @@ def tenant_summary(df: pd.DataFrame, exec_s: np.ndarray, cluster_of: np.ndarray,
             "quota_gpu_hours": quota,
             "usage_over_quota": used / quota if quota else None,
         }
+        if holders:  # for the usage-against-quota plot: the quota over time, summed over its clusters
+            tenants[name]["quota_steps"] = book.total_steps(name, holders)
     defined = rhos[np.isfinite(rhos)]
     return {
         "tenants": tenants,

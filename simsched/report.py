@@ -85,6 +85,12 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
             table.add_row(f"Avg wait, {label} GPU jobs (s)", _format("{:,.2f}", block.get("mean_wait")), *pad)
         table.add_row("GPU-h of >8-GPU jobs waiting >24 h", _format("{:.3f}", starved.get("large_gpu_hours_late_share")),
                       *pad)
+    if summary.get("tenants"):  # fairness between tenants (docs/engine.md "Tenant fairness")
+        from simsched.metrics import FAIRNESS_METRICS
+
+        pad = [""] * len(clusters) if show_clusters else []
+        for key, label, _, fmt in FAIRNESS_METRICS:
+            table.add_row(label, _format(fmt, summary.get(key)), *pad)
     skipped = summary.get("skipped_rows") or {}
     captions = []
     if skipped.get("skipped"):  # bad input rows never pass silently (SPEC §5)

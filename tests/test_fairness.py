@@ -6,12 +6,21 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import simsched
-from simsched.fairness import NO_TENANT, QuotaBook, alone_time, demand_at_arrival, jain, rho
+from simsched.fairness import (
+    NO_TENANT,
+    QuotaBook,
+    alone_time,
+    demand_at_arrival,
+    jain,
+    rho,
+    tenant_summary,
+)
 from simsched.metrics import summarize
 from simsched.model import ClusterSpec, NodeGroup, QuotaSchedule, TenantQuota
 from simsched.scenario import load_scenario
@@ -165,3 +174,17 @@ def test_recomputed_from_jobs_csv_with_the_quotas_gives_the_same_block(tmp_path)
     again = summarize(result.jobs, {"c0": 16.0}, quotas=book)
     for key in ("tenants", "jain_slowdown", "ftf_rho_max", "ftf_rho_share_above_1"):
         assert again[key] == result.summary[key]
+
+
+def test_slowdown_is_bounded_below_ten_seconds():
+    jobs = pd.DataFrame({"status": ["done", "done", "infeasible"], "tenant": ["a", "b", "b"], "submit": [0.0, 0.0, 0.0],
+                         "jct": [100.0, 40.0, np.nan], "wait": [98.0, 0.0, np.nan], "gpus": [1.0, 1.0, 1.0],
+                         "end": [100.0, 40.0, np.nan], "gpu_seconds": [2.0, 40.0, 0.0]})
+    book = QuotaBook((ClusterSpec("c0", (NodeGroup(1, 4, "V100"),)),))
+    out = tenant_summary(jobs, np.array([2.0, 40.0, 5.0]), np.array(["c0", "c0", ""], dtype=object), book, 0.0, 100.0)
+    # a: a 2-s job that waited 98 s: 100 / max(2, 10) = 10, not 50; b: never waited (the infeasible job is left out)
+    assert out["tenants"]["a"]["mean_slowdown"] == 10.0 and out["tenants"]["b"]["mean_slowdown"] == 1.0
+    assert out["tenants"]["b"]["jobs"] == 2 and out["tenants"]["b"]["counted"] == 1
+    # rho is not bounded: 2 GPUs each of 4 (two tenants), 1 demanded -> T_alone = 2 s, rho = 50
+    assert out["tenants"]["a"]["ftf_rho_max"] == 50.0
+    assert out["jain_slowdown"] == pytest.approx(11 ** 2 / (2 * 101))

@@ -110,7 +110,7 @@ def _run(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> list[
         texts.append((f"Scenario ({scenario_file.name})", scenario_file.read_text(encoding="utf-8")))
     return _finish(figures, folder, fmt, plots, report, dict(
         title=f"simsched run: {summary.get('scenario', path.name)}", meta=meta,
-        tables=[run_metric_table(summary)], captions=RUN_CAPTIONS, texts=texts))
+        tables=[run_metric_table(summary)] + tenant_tables(summary), captions=RUN_CAPTIONS, texts=texts))
 
 
 RUN_CAPTIONS = {
@@ -119,7 +119,30 @@ RUN_CAPTIONS = {
     "utilization": "Busy GPUs / GPUs per cluster and GPU type (timeline.csv), fleet dashed.",
     "gantt": "One lane per node (lane height = its GPUs); one bar per worker and run spell, coloured by job.",
     "wait_by_weight": "Mean queue time per weight class with a 95% CI of the mean (the paper's Fig. 5).",
+    "tenant_wait": "Queue time per tenant over its counted jobs (unfinished ones censored at the end of the run): "
+                   "box = quartiles, whiskers 1.5 IQR, dots = outliers, triangle = mean; symlog axis.",
+    "tenant_usage": "GPUs each tenant held (spells.csv), averaged over equal bins of the run, against its quota "
+                    "summed over the clusters that list it (dashed; dated quotas day by day).",
 }
+
+
+def tenant_tables(summary: dict) -> list[str]:
+    """The fairness figures and the per-tenant block of summary.json as HTML tables (none without tenants)."""
+    from simsched.metrics import FAIRNESS_METRICS
+    from simsched.plots.report import table_html
+
+    tenants = summary.get("tenants")
+    if not tenants:
+        return []
+    overall = pd.DataFrame([{"metric": label, "value": "n/a" if summary.get(key) is None else fmt.format(summary[key])}
+                            for key, label, _, fmt in FAIRNESS_METRICS])
+    columns = {"jobs": "jobs", "mean_wait": "mean wait (s)", "p95_wait": "p95 wait (s)", "mean_jct": "mean JCT (s)",
+               "p95_jct": "p95 JCT (s)", "mean_slowdown": "mean slowdown", "ftf_rho_max": "max rho",
+               "gpu_hours": "GPU-h used", "quota_gpu_hours": "quota GPU-h", "usage_over_quota": "used / quota"}
+    frame = pd.DataFrame([{"tenant": name, **{label: block.get(key) for key, label in columns.items()}}
+                          for name, block in tenants.items()])
+    return [table_html(overall, "Fairness between tenants (docs/engine.md, Tenant fairness)"),
+            table_html(frame, "Per tenant (summary.json tenants)")]
 
 
 def run_metric_table(summary: dict) -> str:

@@ -4,7 +4,8 @@
 - :func:`queue_figure`: queue length and running jobs over time;
 - :func:`utilization_figure`: GPU utilisation over time per (cluster, GPU type);
 - :func:`gantt_figure`: one lane per node, one bar per worker and run spell;
-- :func:`wait_by_weight_figure`: queue time by weight class (the paper's Fig. 5).
+- :func:`wait_by_weight_figure`: queue time by weight class (the paper's Fig. 5);
+- with tenants, :mod:`simsched.plots.tenants`' wait box plot and usage against quota.
 """
 
 from __future__ import annotations
@@ -263,11 +264,19 @@ def wait_by_weight_figure(jobs: pd.DataFrame) -> Any:
 
 
 def run_figures(tables: dict[str, Any]) -> dict[str, Any]:
-    """Every run figure, by file stem, from :func:`load_run`'s tables (or a RunResult's)."""
-    return {
+    """Every run figure, by file stem, from :func:`load_run`'s tables (or a RunResult's); a run
+    with tenants (summary.json's ``tenants`` block) also gets the per-tenant wait and usage figures."""
+    figures = {
         "cdf": cdf_figure(tables["jobs"]),
         "queue": queue_figure(tables["timeline"]),
         "utilization": utilization_figure(tables["timeline"], tables["nodes"]),
         "gantt": gantt_figure(tables["spells"], tables["nodes"]),
         "wait_by_weight": wait_by_weight_figure(tables["jobs"]),
     }
+    summary = tables.get("summary") or {}
+    if summary.get("tenants"):
+        from simsched.plots.tenants import tenant_usage_figure, tenant_wait_figure
+
+        figures["tenant_wait"] = tenant_wait_figure(tables["jobs"])
+        figures["tenant_usage"] = tenant_usage_figure(tables["spells"], tables["jobs"], summary)
+    return figures
