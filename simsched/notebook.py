@@ -64,6 +64,24 @@ def _meta_html(title: str, items: Sequence[tuple[str, Any]]) -> str:
             f"{cells}</dl>")
 
 
+def shown_path(path: Any) -> str:
+    """A scenario file as a reader wants it: relative to the working folder when inside it, a shipped
+    example's path inside the examples (``scenarios/philly_hetero.toml``), else as it is."""
+    if not path:
+        return ""
+    target = Path(str(path))
+    try:
+        return str(target.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        pass
+    try:
+        from simsched.examples import root
+
+        return str(target.resolve().relative_to(root().resolve()))
+    except (ValueError, OSError, InputError):
+        return str(path)
+
+
 # -- one run -------------------------------------------------------------------------------
 def run_html(summary: Mapping[str, Any]) -> str:
     """A run's HTML view: scenario, scheduler, seed, jobs and overrides, then its metric table."""
@@ -71,7 +89,7 @@ def run_html(summary: Mapping[str, Any]) -> str:
 
     scheduler = summary.get("scheduler", {}) or {}
     overrides = summary.get("overrides") or {}
-    items = [("scenario", summary.get("scenario", "")), ("scenario file", summary.get("scenario_file", "")),
+    items = [("scenario", summary.get("scenario", "")), ("scenario file", shown_path(summary.get("scenario_file"))),
              ("scheduler", scheduler.get("policy", "")), ("seed", summary.get("seed", "")),
              ("jobs", f"{summary.get('jobs', 0):,} ({summary.get('completed', 0):,} completed)"
               if "jobs" in summary else ""),
@@ -233,7 +251,7 @@ class Comparison:
 
         spec = self.result.spec
         cases = self.runs[["instance", "seed"]].drop_duplicates()
-        items = [("scenario", spec.scenario), ("instances", ", ".join(dict.fromkeys(self.runs["instance"]))),
+        items = [("scenario", shown_path(spec.scenario)), ("instances", ", ".join(dict.fromkeys(self.runs["instance"]))),
                  ("seeds", ", ".join(str(s) for s in sorted(cases["seed"].unique()))),
                  ("cases", len(cases)), ("ranked by", spec.rank_by),
                  ("overrides", ", ".join(f"{k}={v!r}" for k, v in spec.settings.items())),
