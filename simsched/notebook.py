@@ -267,11 +267,13 @@ class Comparison:
                     row[name] = "n/a"
                     continue
                 text = _fmt(key, r["mean"])
-                if r["n"] > 1:
-                    text += f" [{_fmt(key, r['ci_low'])}, {_fmt(key, r['ci_high'])}]"
+                half = (r["ci_high"] - r["ci_low"]) / 2
+                if r["n"] > 1 and half > 0:  # the t interval is symmetric: mean ± its half-width
+                    text += f" ± {_fmt(key, half)}"
                 row[name] = ("* " if r["best"] else "") + text
             rows.append(row)
-        interval = f"; [{self.confidence:.0%} CI of the mean over cases]" if len(cases) > 1 else ""
+        interval = (f" ± half-width of its {self.confidence:.0%} CI over the cases (Student-t; summary has "
+                    "ci_low, ci_high)") if len(cases) > 1 else ""
         ranks = self.ranks.copy()
         ranks.index.name = "scheduler"
         failed = "".join(f"<p>failed (not ranked): {_escape(f['scheduler'])} on {_escape(f['instance'])} "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -173,9 +172,9 @@ def test_comparison_repr_and_plots(tmp_path: Path) -> None:
                            overrides={"workload.jobs": 12}, keep_jobs=True)
     page = cmp._repr_html_()
     assert "simsched compare: fifo, sjf" in page and "<dt>seeds</dt><dd>1, 2</dd>" in page
-    assert "workload.jobs=12" in page and "95% CI of the mean over cases" in page
-    mean = cmp.summary.set_index(["metric", "scheduler"]).loc[("avg_jct", "sjf"), "mean"]
-    assert re.search(rf"{mean:,.2f} \[", page)
+    assert "workload.jobs=12" in page and "± half-width of its 95% CI over the cases" in page
+    row = cmp.summary.set_index(["metric", "scheduler"]).loc[("avg_jct", "sjf")]
+    assert f"{row['mean']:,.2f} ± {(row['ci_high'] - row['ci_low']) / 2:,.2f}" in page
     fig = cmp.plot("ranks")
     assert isinstance(fig, Figure) and [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["fifo", "sjf"]
     one = cmp.plot("metric", metric="avg_wait")
