@@ -173,6 +173,10 @@ class MaxMinHeteroScheduler(QuotaSource):
     """Gavel-style heterogeneity-aware max-min fairness between tenants (module docstring)."""
 
     name = "maxmin-hetero"
+    # the walk checks quotas as it places (simsched.policies.quota), so a start that would break its
+    # tenant's quota is never chosen, and nothing is preempted for it
+    supports_admission = True
+    by_tenant = False
 
     def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True,
                  interval_s: float | None = None) -> None:
@@ -359,6 +363,10 @@ class MaxMinHeteroScheduler(QuotaSource):
             usage[t_of[victim.tenant], r] -= held_gpus(victim)
             running_on[r].remove(victim)
             preempts.append(victim.job_id)
+            admission = getattr(view, "admission", None)
+            if admission is not None:  # its tenant's quota room grows back in this decision
+                admission.staged.add(victim.tenant, option.cluster, option.gpu_type,
+                                     -victim.run_share * victim.workers)
         return self.placement(group, option.per_worker, job.workers, free)
 
     def quiet_until(self, view: SchedulerView) -> float:
