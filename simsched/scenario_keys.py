@@ -40,6 +40,8 @@ class Dynamic:
 
 @dataclass(frozen=True)
 class Key:
+    """One scenario key: what the validator accepts and what the reference says about it."""
+
     name: str
     kind: type | tuple[type, ...]
     doc: str
@@ -151,6 +153,8 @@ OBJECTIVE_KINDS = ("eq5", "eq16")
 DECIDE_ON = ("event", "arrival")
 DEFAULT_SCHEDULERS = ("fifo", "sjf", "srtf", "edf", "hrrn", "sufferage")
 
+#: every section's keys, in the reference's order: ``""`` is the top level, ``"cluster.nodes"`` a
+#: ``[[cluster]]``'s node groups (:func:`section_of` maps an error's key path to its section)
 SECTIONS: dict[str, tuple[Key, ...]] = {
     "": (
         Key("name", str, "The scenario's name (in tables, summary.json and file names).",
