@@ -178,10 +178,10 @@ class Staged:
         tenancy = self.tenancy
         if not tenancy._limited[cluster]:
             return None
-        key = tenancy.key(tenant, cluster)
-        room = tenancy._quota.get((cluster, key), 0) - tenancy._usage.get((cluster, key), 0) \
-            - self._delta.get((cluster, key), 0)
-        if (cluster, key) in tenancy._per_type:
+        key = tenant if tenant in tenancy._listed[cluster] else OTHER  # tenancy.key, inlined (hot)
+        pair = (cluster, key)
+        room = tenancy._quota.get(pair, 0) - tenancy._usage.get(pair, 0) - self._delta.get(pair, 0)
+        if pair in tenancy._per_type:
             room = min(room, tenancy._type_quota.get((cluster, key, gpu_type), 0)
                        - tenancy._type_usage.get((cluster, key, gpu_type), 0)
                        - self._type_delta.get((cluster, key, gpu_type), 0))

@@ -192,11 +192,20 @@ class QuotaScheduler:
         # 2. reclaim borrowed GPUs for owners
         if self.reclaim == "preempt":
             waiting = sorted((job for job in queue if job.job_id not in started), key=lambda j: (j.submit, j.index))
+            # a failed reclaim changes nothing, so a job of the same tenant with the same options and
+            # workers fails too, until some reclaim succeeds (exact; the engine shares options tuples)
+            failed: set[tuple] = set()
             for job in waiting:
+                same = (job.tenant, id(job.options), job.workers)
+                if same in failed:
+                    continue
                 placed = self._reclaim(job, view, staged, free, running, preempts)
-                if placed is not None:
-                    starts.append(placed)
-                    started.add(job.job_id)
+                if placed is None:
+                    failed.add(same)
+                    continue
+                starts.append(placed)
+                started.add(job.job_id)
+                failed.clear()
         # 3. borrow idle GPUs
         rest = [job for job in queue if job.job_id not in started]
         if rest and any(free):
