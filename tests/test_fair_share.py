@@ -199,6 +199,25 @@ def test_ftf_order(tmp_path, mode):
                                                        (200, "start", "a3")]
 
 
+def test_ftf_demand_and_share_are_per_cluster(tmp_path):
+    """Two 2-GPU clusters, no quotas, jobs at home. b0 and b0' fill both at 0-100; a2, a3 (a, c0),
+    b1 (b, c0), b2, b3 (b, c1) queue at 10-14, 2 GPUs and 100 s each.
+    At 100, in c0: a asks 4 GPUs, b 2, each entitled to 2 / 2 = 1: rho(a2) = (90 + 100) / (100 * 4)
+    = 0.475, rho(b1) = (88 + 100) / (100 * 2) = 0.94, so b1 starts. (Over the fleet b would ask 6
+    and a 4 of 2 each: rho(b1) = 188 / 300 < rho(a2) = 190 / 200, and a2 would go first.)
+    In c1 only b waits: b2 (waited longer) first. At 200 (b1, b2 done; one tenant left per cluster):
+    rho(b3) = (186 + 100) / 100 = 2.86, rho(a2) = (190 + 100) / (100 * 4 / 2) = 1.45: b3, then a2
+    (both start); at 300 a3."""
+    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 2, gpu_type = "V100" }]\n'
+                '[[cluster]]\nname = "c1"\nnodes = [{ count = 1, gpus = 2, gpu_type = "V100" }]\n')
+    jobs = ["x0,0,100,2,b,c0", "y0,0,100,2,b,c1", "a2,10,100,2,a,c0", "a3,11,100,2,a,c0", "b1,12,100,2,b,c0",
+            "b2,13,100,2,b,c1", "b3,14,100,2,b,c1"]
+    events = starts(tmp_path, "ftf", jobs, clusters, header=HEADER + ",home_cluster", scheduler='allocation = "home"')
+    assert [e for e in events if e[1] == "start"] == [
+        (0, "start", "x0"), (0, "start", "y0"), (100, "start", "b1"), (100, "start", "b2"),
+        (200, "start", "b3"), (200, "start", "a2"), (300, "start", "a3")]
+
+
 def test_ftf_rho_estimate_by_hand():
     from simsched.policies.base import Option
     from simsched.policies.ftf import contention, rho_estimate

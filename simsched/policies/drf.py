@@ -44,7 +44,7 @@ import math
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
-from simsched.policies.queue import place_job
+from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.shares import (
     QuotaSource,
     entitlements,
@@ -132,8 +132,8 @@ class DrfScheduler(QuotaSource):
                         heapq.heappush(heap, (dominant_share(held[tenant], entitled[tenant]), nxt.submit,
                                               nxt.index, order, tenant, position))
                     break
-                if not self.backfill:
-                    break
+                if not self.backfill and not _over_quota(job, self.allocation.cluster_for(job, view), admission):
+                    break  # (a job over its tenant's quota waits for it and holds no line)
             if not any(free):
                 break
         return Decision(tuple(starts))

@@ -9,13 +9,18 @@ tenant t:
     T_shared = (now - submit) + remaining time on its fastest GPU type
     T_alone  = execution time on its fastest type x max(1, D_t / Q_t)
 
-D_t = GPUs demanded by t's queued and running jobs; Q_t = the GPUs t is
-entitled to (its quotas summed over clusters, or with no quotas the fleet's
-GPUs / the number of active tenants; simsched.policies.shares). A tenant that
-asks for more than its share would wait even alone on that share, so its
-T_alone stretches by D_t / Q_t; a tenant within its share is owed its jobs'
-bare run times. (The after-the-fact ρ metric in summary.json uses the same
-definition with the real finish time.)
+both in the job's cluster c (the one its allocation gives it): D_t = GPUs
+asked by t's jobs queued for or running in c; Q_t = t's quota in c. In a
+cluster with quotas the tenants it does not list count as one, the pool of
+unlisted tenants (its demand against the pool's GPUs, as simsched.tenancy
+counts them); in a cluster without quotas Q_t = its GPUs / the number of
+tenants with a job queued for or running in it. A job free to run in any
+cluster (no home under ``allocation = "home"``) uses t's sums over the fleet. A
+tenant that asks for more than its share would wait even alone on that share,
+so its T_alone stretches by D_t / Q_t; a tenant within its share is owed its
+jobs' bare run times. The after-the-fact ρ metric in summary.json
+(simsched.fairness) uses the same definition with the real JCT, the run time
+on the type the job ran on and the demand at its arrival.
 
 One decision: queued jobs in decreasing ρ (ties: submit, input order), each
 started on the fastest GPU type that fits now in its cluster; with
@@ -37,7 +42,10 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
-from simsched.policies.shares import QuotaSource, entitlements, plan_clusters
+from simsched.policies.shares import QuotaSource, cluster_gpus, entitlements, plan_clusters
+
+#: the pool of a cluster's unlisted tenants, as a key (simsched.tenancy)
+_POOL = object()
 
 
 def rho_estimate(job: JobView, now: float, remaining: float, contention: float) -> float:
@@ -72,16 +80,46 @@ class FtfScheduler(QuotaSource):
 
     def rhos(self, view: SchedulerView) -> dict[str, float]:
         """Every queued job's estimated ρ now."""
-        demand: dict[str | None, float] = {}
-        for job in (*view.running, *view.queue):
-            demand[job.tenant] = demand.get(job.tenant, 0.0) + job.gpus
-        entitled = {t: sum(row) for t, row in entitlements(view, self.quotas(view), demand).items()}
-        factor = {t: contention(d, entitled[t]) for t, d in demand.items()}
+        quotas = self.quotas(view)
+        capacity = cluster_gpus(view)
+        cluster_of = {job.job_id: self.allocation.cluster_for(job, view) for job in view.queue}
+        placed = [(job, job.running_cluster) for job in view.running] + \
+                 [(job, cluster_of[job.job_id]) for job in view.queue]
+        active: dict[int | None, set] = {}
+        for job, c in placed:
+            active.setdefault(c, set()).add(job.tenant)
+
+        def key(tenant: str | None, c: int | None) -> tuple:
+            """Whose share a job counts against in cluster c (the pool of unlisted tenants is one)."""
+            if c is not None and quotas is not None and quotas.limited(c) and tenant not in quotas.tenant_names(c):
+                return (c, _POOL)
+            return (c, tenant)
+
+        demand: dict[tuple, float] = {}
+        fleet_demand: dict[str | None, float] = {}
+        for job, c in placed:
+            k = key(job.tenant, c)
+            demand[k] = demand.get(k, 0.0) + job.gpus
+            fleet_demand[job.tenant] = fleet_demand.get(job.tenant, 0.0) + job.gpus
+        fleet_entitled = {t: sum(row) for t, row in entitlements(view, quotas, fleet_demand).items()}
+
+        def entitled(tenant: str | None, c: int) -> float:
+            if quotas is None or not quotas.limited(c):
+                return capacity[c] / len(active[c])
+            return quotas.quota(tenant, c) or 0.0  # an unlisted tenant reads its pool's quota
+
+        factor: dict[tuple, float] = {}
         now = view.now
         out = {}
         for job in view.queue:
+            c = cluster_of[job.job_id]
+            k = key(job.tenant, c)
+            f = factor.get(k)
+            if f is None:
+                f = factor[k] = contention(fleet_demand[job.tenant], fleet_entitled[job.tenant]) if c is None \
+                    else contention(demand[k], entitled(job.tenant, c))
             speed = max(o.speed for o in job.options)
-            out[job.job_id] = rho_estimate(job, now, view.remaining_time(job, speed), factor[job.tenant])
+            out[job.job_id] = rho_estimate(job, now, view.remaining_time(job, speed), f)
         return out
 
     def decide(self, view: SchedulerView) -> Decision:
@@ -89,9 +127,9 @@ class FtfScheduler(QuotaSource):
         free = list(view.free)
         if not queue or not any(free):
             return EMPTY_DECISION
+        plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))  # (MCT: in submit order)
         rho = self.rhos(view)
         ordered = sorted(queue, key=lambda j: (-rho[j.job_id], j.submit, j.index))
-        plan_clusters(self.allocation, view, ordered)
         groups = view.fleet.groups
         admission = getattr(view, "admission", None)
         failed: set[tuple] = set()

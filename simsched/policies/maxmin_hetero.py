@@ -71,6 +71,7 @@ from simsched.errors import InputError
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
+from simsched.policies.queue import _over_quota
 from simsched.policies.shares import (
     QuotaSource,
     entitlements,
@@ -295,8 +296,9 @@ class MaxMinHeteroScheduler(QuotaSource):
                             nxt = jobs[position]
                             heapq.heappush(heap, (level(t), nxt.submit, nxt.index, t, position))
                         break
-                    if not self.backfill:
-                        break
+                    if not self.backfill and not _over_quota(job, self.allocation.cluster_for(job, view),
+                                                             getattr(view, "admission", None)):
+                        break  # (a job over its tenant's quota waits for it and holds no line)
         self._acted = bool(starts or preempts)
         return Decision(tuple(starts), tuple(preempts))
 
