@@ -11,6 +11,7 @@ and every key the validator reads is declared.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,72 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+PROBE = "zz_probe"
+_VALID = re.compile(r"unknown key; valid keys here: (.*)$")
+
+
+def _probe(raw: dict, path: Path) -> list[str]:
+    """The keys a generator or policy accepts, as its own "valid keys" error lists them
+    when handed an unknown key (read at set-up, before any simulation)."""
+    from simsched.api import simulation
+    from simsched.errors import InputError
+    from simsched.scenario import scenario_from_table
+
+    try:
+        simulation(scenario_from_table(raw, path))
+    except InputError as exc:
+        match = _VALID.search(str(exc))
+        if match and f".{PROBE}: unknown key" in str(exc):
+            return match.group(1).split(", ")
+        raise
+    raise RuntimeError(f"{path}: an unknown key {PROBE} was accepted")
+
+
+def handed_on() -> dict[str, list[tuple[str, list[str]]]]:
+    """Per generator and per policy, the options they read beyond simsched's own keys
+    (policies with the same options share a row)."""
+    from simsched.policies import policy_names
+    from simsched.scenario import SCHEDULER_COMMON, WORKLOAD_COMMON, read_toml
+    from simsched.workloads import generators_registry
+
+    fleet = [{"name": "c0", "nodes": [{"count": 2, "gpus": 8}]}]
+    where = ROOT / "scenarios" / "probe.toml"
+    generators = []
+    for name in sorted(generators_registry()):
+        raw = {"cluster": fleet, "workload": {"source": "synthetic", "generator": name, PROBE: 1}}
+        generators.append((name, sorted(set(_probe(raw, where)) - set(WORKLOAD_COMMON))))
+    by_options: dict[tuple[str, ...], list[str]] = {}
+    for name in policy_names():
+        if name == "rl":  # needs its agent and the fleet it was trained on: the shipped example's
+            where_rl = ROOT / "scenarios" / "rl" / "philly_contended.toml"
+            raw = read_toml(where_rl)
+            raw["scheduler"] = {**raw["scheduler"], PROBE: 1}
+            raw["workload"] = {**raw["workload"], "jobs_limit": 5}
+            options = _probe(raw, where_rl)
+        else:
+            raw = {"cluster": fleet, "workload": {"source": "synthetic", "jobs": 3},
+                   "scheduler": {"policy": name, PROBE: 1}}
+            options = _probe(raw, where)
+        key = tuple(sorted(set(options) - set(SCHEDULER_COMMON)))
+        by_options.setdefault(key, []).append(name)
+    policies = [(", ".join(f"`{n}`" for n in names), list(options)) for options, names in by_options.items()]
+    return {"generators": [(f"`{n}`", o) for n, o in generators], "policies": policies}
+
+
+HANDED_ON = """## Options handed on
+
+Keys in `[workload]` beyond the ones above go to the generator (or trace
+reader) and keys in `[scheduler]` to the policy; each validates its own. The
+lists below are what each generator and policy answers when handed an unknown
+key (asked by `tools/gen_key_reference.py`); their meanings are on the
+[scenarios page](../scenarios.md) (generators), the [EVO-GP page](../evo.md)
+and the [engine page](../engine.md) (policies). A key read only when another
+selects it (the `paper` generator's `interval_s`, with `arrival = "uniform"`)
+is not in its list. Trace readers' options (read with the file) are on the
+scenarios page, under Readers.
+"""
+
+
 def render() -> str:
     lines = [HEADER]
     for section, keys in SECTIONS.items():
@@ -100,6 +167,13 @@ def render() -> str:
                          f"{cell(valid_text(key))} | {cell(meaning)} |")
         if section in scenario_keys.PASS_THROUGH:
             lines.append(f"\nOther keys: {scenario_keys.PASS_THROUGH[section]}.")
+        lines.append("")
+    lines.append(HANDED_ON)
+    options = handed_on()
+    for title, rows, what in (("Generators (`source = \"synthetic\"`)", options["generators"], "generator"),
+                              ("Policies (`[scheduler] policy`)", options["policies"], "policy")):
+        lines += [f"### {title}\n", f"| {what} | its own options |", "|---|---|"]
+        lines += [f"| {name} | {', '.join(f'`{o}`' for o in opts) or '(none)'} |" for name, opts in rows]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
