@@ -19,7 +19,7 @@ KEYS = ("jobs", "completed", "unscheduled", "avg_jct", "weighted_jct", "avg_wait
         "utilization", "deadline_miss_rate", "makespan", "preemptions", "objective")
 
 
-@pytest.mark.parametrize("name", ["philly_hetero", "pai_hetero", "paper_multicluster"])
+@pytest.mark.parametrize("name", ["philly_hetero", "philly_hetero_overload", "pai_hetero", "paper_multicluster"])
 def test_shipped_scenario_metrics(name):
     result = simsched.run(REPO / "scenarios" / f"{name}.toml")
     got = {key: result.summary[key] for key in KEYS}

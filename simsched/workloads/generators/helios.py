@@ -36,10 +36,11 @@ Model (``cluster = "venus" | "earth" | "saturn" | "uranus"``):
   model and a share above 0 removes work.
 - VCs (``vcs = "quota"``, the default, when the fleet's first cluster has
   ``[[cluster.tenant]]`` quotas): each job's tenant is drawn among the VCs
-  whose quota holds it, with weights proportional to the quotas (the
-  cluster's GPUs no VC owns form one more, unnamed pool); a job larger than
-  every VC goes to the largest. An assumption: Helios publishes no per-VC
-  job mix, and a VC does not submit jobs larger than itself. Drawn last, so
+  whose quota holds it so that every VC receives GPU time in proportion to
+  its quota (:func:`draw_vcs`; the cluster's GPUs no VC owns form one more,
+  unnamed pool); a job larger than every VC goes to the largest. An
+  assumption: Helios publishes no per-VC job mix; a VC's demand follows
+  its size and a VC does not submit jobs larger than itself. Drawn last, so
   ``vcs = "none"`` leaves every other draw unchanged.
 - ``jobs`` defaults to two weeks of the cluster's arrivals. Jobs above 8
   GPUs get g/8 workers of 8 GPUs (Helios nodes hold 8 GPUs).
@@ -224,24 +225,40 @@ def sizes_and_durations(rng: np.random.Generator, n_jobs: int, cluster: str, sin
     return gpus, np.maximum(np.floor(durations), 1.0)
 
 
-def draw_vcs(rng: np.random.Generator, gpus: np.ndarray, fleet: Fleet) -> np.ndarray | None:
-    """Each job's VC (see the module docstring), or None when the fleet's first cluster has no quotas."""
+def draw_vcs(rng: np.random.Generator, gpus: np.ndarray, durations: np.ndarray, fleet: Fleet) -> np.ndarray | None:
+    """Each job's VC (see the module docstring), or None when the fleet's first cluster has no quotas.
+
+    Each VC (and the pool of GPUs no VC owns) should receive GPU time in proportion to its
+    quota, but a job may go only to a VC whose quota holds it. Jobs are assigned in
+    decreasing GPU time, each drawn among the VCs that hold it with weights proportional to
+    the GPU time each still lacks of its share (randomised water-filling; a VC already at its
+    share is drawn only when no VC that holds the job lacks any). So the few VCs large
+    enough for the largest jobs are not handed more than their share on top of their small
+    jobs, and one 64-GPU two-week job does not overload a VC at random.
+    """
     cluster = fleet.clusters[0] if fleet.clusters else None
     if cluster is None or not cluster.tenants:
         return None
     names = [t.name for t in cluster.tenants] + [None]
-    room = np.array([t.total for t in cluster.tenants] + [max(cluster.total_gpus - sum(t.total for t in
-                                                                                      cluster.tenants), 0.0)])
-    out = np.empty(len(gpus), dtype=object)
+    owned = sum(t.total for t in cluster.tenants)
+    room = np.array([t.total for t in cluster.tenants] + [max(cluster.total_gpus - owned, 0.0)], dtype=float)
+    work = gpus * durations
+    lacking = room / room.sum() * float(work.sum())
+    chosen = np.empty(len(gpus), dtype=int)
     u = rng.random(len(gpus))
-    for size in np.unique(gpus):
-        fits = room >= size
-        weights = np.where(fits, room, 0.0) if fits.any() else (room == room.max()).astype(float)
-        cumulative = np.cumsum(weights) / weights.sum()
-        mask = gpus == size
-        index = np.minimum(np.searchsorted(cumulative, u[mask], side="right"), len(names) - 1)
-        out[mask] = [names[i] for i in index]
-    return out
+    largest = room == room.max()
+    for job in np.argsort(-work, kind="stable"):
+        fits = room >= gpus[job]
+        if not fits.any():
+            fits = largest
+        weights = np.where(fits, np.maximum(lacking, 0.0), 0.0)
+        if weights.sum() <= 0.0:
+            weights = np.where(fits, room, 0.0)
+        cumulative = np.cumsum(weights)
+        k = min(int(np.searchsorted(cumulative, u[job] * cumulative[-1], side="right")), len(names) - 1)
+        chosen[job] = k
+        lacking[k] -= work[job]
+    return np.array(names, dtype=object)[chosen]
 
 
 def bursty_arrivals(rng: np.random.Generator, n_jobs: int, per_day: float, batch_mean: float) -> np.ndarray:
@@ -290,7 +307,7 @@ def generate_helios(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
         cut = rng.random(n_jobs) < early
         durations = np.where(cut, np.maximum(np.floor(durations * rng.random(n_jobs)), 1.0), durations)
     workers = np.where(gpus > GPUS_PER_NODE, gpus // GPUS_PER_NODE, 1)
-    tenants = draw_vcs(rng, gpus, fleet) if vc_mode == "quota" else None
+    tenants = draw_vcs(rng, gpus, durations, fleet) if vc_mode == "quota" else None
     return normalize(pd.DataFrame({
         "job_id": [f"{cluster}-{k}" for k in range(n_jobs)],
         "submit": submits,
