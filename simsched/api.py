@@ -372,7 +372,8 @@ def build_tenancy(fleet: Fleet, mode: str, reclaim: str) -> Tenancy:
 
 def check_tenants(scenario: Scenario, fleet: Fleet, table: pd.DataFrame, every_tenant: bool = True) -> None:
     """Quotas against the workload and the fleet as it runs (after --nodes-per-type): a quota
-    above capacity, a tenant no job has, or a quota mode without quotas is bad input."""
+    above capacity, a tenant no job has (unless the workload was cut to its first N jobs), or a quota
+    mode without quotas is bad input."""
     spec = scenario.scheduler
     limited = [c for c in fleet.clusters if c.tenants or c.quota_schedule is not None]
     if spec.quota != "none" and not limited:
@@ -392,7 +393,8 @@ def check_tenants(scenario: Scenario, fleet: Fleet, table: pd.DataFrame, every_t
                 raise InputError(f"{cluster.quota_schedule.source}: quotas add up to {most:g} GPUs on some day, above "
                                  f"the {cluster.total_gpus} GPUs of cluster {cluster.name!r} (after --nodes-per-type)")
         absent = [name for name in names if name not in present]
-        if absent and cluster.quota_schedule is None and every_tenant:
+        # a workload cut to its first N jobs (--jobs, jobs_limit) may leave a tenant without jobs
+        if absent and cluster.quota_schedule is None and every_tenant and scenario.workload.jobs_limit is None:
             shown = ", ".join(sorted(present)[:12]) + (" ..." if len(present) > 12 else "") if present else "none"
             raise InputError(f"{scenario.path}: cluster {cluster.name!r}: tenant {absent[0]!r} has a quota but no job "
                              f"of the workload belongs to it (tenants in the workload: {shown}); remove its quota "

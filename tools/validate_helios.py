@@ -44,6 +44,8 @@ def variants(cluster: str) -> dict[str, dict]:
             {"workload.early_end_share": early},
         "size and duration independent": {"workload.coupling": "independent"},
         "quotas off (quota = none)": {"scheduler.quota": "none"},
+        "quotas borrowable (quota = borrow, reclaim = wait)": {"scheduler.quota": "borrow",
+                                                              "scheduler.reclaim": "wait"},
         "backfill none": {"scheduler.backfill": "none"},
         "backfill greedy": {"scheduler.backfill": "greedy"},
         "backfill conservative": {"scheduler.backfill": "conservative"},
