@@ -281,19 +281,20 @@ def bursty_arrivals(rng: np.random.Generator, n_jobs: int, per_day: float, batch
 def generate_helios(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd.DataFrame:
     """GPU jobs like one Helios cluster (see the module docstring)."""
     cluster = params.get("cluster", str, None, choices=tuple(HELIOS))
-    if cluster is None:
-        raise params.error("cluster", f"is required: one of {', '.join(HELIOS)}")
-    n_jobs = params.get("jobs", int, round(14 * jobs_per_day(cluster)), min_value=1)
+    known = cluster or "venus"  # defaults read before finish(), so an unknown key is reported first
+    n_jobs = params.get("jobs", int, round(14 * jobs_per_day(known)), min_value=1)
     single = params.get("single_gpu_share", float, 0.6, min_value=0.5, max_value=0.95)
     largest_cluster = max((c.total_gpus for c in fleet.clusters), default=0)
     max_gpus = params.get("max_gpus", int, min(largest_cluster, SIZES[-1]) or 1, min_value=1)
     cap = params.get("max_duration_s", float, DEFAULT_MAX_DURATION_S, min_value=3600.0)
     coupling = params.get("coupling", str, "gpu_time", choices=COUPLINGS)
-    per_day = params.get("jobs_per_day", float, jobs_per_day(cluster), min_value=0.0, exclusive_min=True)
+    per_day = params.get("jobs_per_day", float, jobs_per_day(known), min_value=0.0, exclusive_min=True)
     batch_mean = params.get("batch_mean", float, 1.0, min_value=1.0)
     early = params.get("early_end_share", float, 0.0, min_value=0.0, max_value=1.0)
     vc_mode = params.get("vcs", str, "quota", choices=VC_MODES)
     params.finish()
+    if cluster is None:
+        raise params.error("cluster", f"is required: one of {', '.join(HELIOS)}")
     if fleet.total_gpus == 0:
         raise InputError(f"{params.file}: the helios generator needs a fleet with GPUs")
     if not (np.array(SIZES) <= max_gpus).any():
