@@ -70,6 +70,8 @@ METRIC_KEYS = tuple(key for key, _, _ in METRICS)
 #: who waits and fairness between tenants: the second table (rows only for what the runs have)
 EXTRA_METRICS: tuple[tuple[str, str, bool], ...] = tuple(
     (key, label, higher) for key, label, higher, _ in STARVATION_METRICS + FAIRNESS_METRICS)
+#: a run with more tenants than this (e.g. PAI's users as tenants) shows no per-tenant rows
+MAX_TENANT_ROWS = 30
 #: every metric compare can rank by
 RANKABLE = METRIC_KEYS + tuple(key for key, _, _ in EXTRA_METRICS)
 DEFAULT_SCHEDULERS = scenario_keys.DEFAULT_SCHEDULERS
@@ -449,7 +451,10 @@ def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = 
     summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
-    row.update({key: math.nan if value is None else value for key, value in flat_metrics(summary).items()})
+    flat = flat_metrics(summary)
+    if len(summary.get("tenants") or ()) > MAX_TENANT_ROWS:  # e.g. PAI's users: no table holds them all
+        flat = {key: value for key, value in flat.items() if not key.startswith(TENANT_WAIT)}
+    row.update({key: math.nan if value is None else value for key, value in flat.items()})
     # what the run said before it started (unfinished jobs are marked in the tables instead)
     row["_warnings"] = list(ready.warnings)
     if task.keep_jobs:

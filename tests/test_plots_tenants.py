@@ -101,3 +101,12 @@ def test_report_has_the_tenant_tables_and_chromium_paints_the_figures(tenant_out
     assert painted_rows.sum() > 2000  # seven figures and the tables, not a blank page
     assert json.loads((tenant_out / "summary.json").read_text())["jain_slowdown"] is not None
     assert isinstance(pd.read_csv(tenant_out / "jobs.csv")["tenant"].iloc[0], str)
+
+
+def test_the_box_plot_keeps_the_thirty_tenants_with_the_most_jobs():
+    names = [f"t{i:02d}" for i in range(35) for _ in range(1 + (i >= 5))]  # t05..t34 have two jobs
+    jobs = pd.DataFrame({"status": "done", "tenant": names, "wait": np.arange(len(names), dtype=float)})
+    fig = tenant_wait_figure(jobs)
+    labels = [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()]
+    assert labels == [f"t{i:02d}" for i in range(5, 35)]
+    assert "30 of 35 tenants" in fig.axes[0].get_title()

@@ -108,3 +108,12 @@ def test_a_store_written_before_the_new_metrics_keeps_its_columns(tmp_path):
     run_experiment(spec, out, workers=1, resume=True)
     again = read_results(out)
     assert list(again.columns) == list(old.columns) and len(again) == 2
+
+
+def test_compare_leaves_out_per_tenant_rows_beyond_thirty_tenants(tmp_path):
+    jobs = [f"j{i},{i},10,1,t{i}" for i in range(31)]  # 31 tenants, one job each, no quotas
+    path = write_scenario(tmp_path, clusters=CLUSTER.split("[[cluster.tenant]]")[0], scheduler='policy = "fifo"',
+                          jobs=jobs, header=HEADER)
+    result = run_compare(compare_spec(path, schedulers=["fifo"]), workers=1)
+    assert "jain_slowdown" in result.runs.columns
+    assert not [c for c in result.runs.columns if c.startswith("avg_wait@")]

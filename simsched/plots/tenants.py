@@ -17,6 +17,8 @@ from simsched.plots.style import HOUR, figure, time_axis
 
 #: the usage figure draws at most this many tenants (those with the most GPU-hours)
 MAX_PANELS = 12
+#: the box plot draws at most this many tenants (those with the most counted jobs)
+MAX_BOXES = 30
 #: usage is averaged over this many equal bins of the run (exact time averages of the step function)
 BINS = 400
 
@@ -31,7 +33,9 @@ def tenant_wait_figure(jobs: pd.DataFrame) -> Any:
     Symlog y: most waits are 0, a few are days."""
     counted = jobs[jobs["status"].isin(("done", "unfinished"))]
     names = _tenant_names(counted)
-    order = sorted(set(names.tolist()))
+    sizes = pd.Series(names).value_counts()
+    every = len(sizes)
+    order = sorted(sizes.index[:MAX_BOXES].tolist()) if every > MAX_BOXES else sorted(sizes.index.tolist())
     waits = [counted["wait"].to_numpy(float)[names == name] for name in order]
     hours = max((float(w.max()) for w in waits if len(w)), default=0.0) > 3 * HOUR
     scale = HOUR if hours else 1.0
@@ -51,22 +55,25 @@ def tenant_wait_figure(jobs: pd.DataFrame) -> Any:
     unit = "h" if hours else "s"
     ax.set_ylabel(f"queue time ({unit}, symlog)")
     ax.set_xlabel("tenant (counted jobs; share that did not wait)")
-    ax.set_title("Queue time per tenant (box: quartiles; triangle: mean)")
+    ax.set_title("Queue time per tenant (box: quartiles; triangle: mean)"
+                 + (f"; {len(order)} of {every} tenants, the most jobs" if every > len(order) else ""),
+                 fontsize="medium")
     ax.grid(True, axis="y", alpha=0.3)
     return fig
 
 
-def usage_steps(spells: pd.DataFrame, jobs: pd.DataFrame, end_time: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per tenant, GPUs held as a step function: change times and the GPUs held from each.
-    A spell holds share x workers milli-GPUs from its start to its end (a still-running one, to
-    ``end_time``)."""
+def usage_steps(spells: pd.DataFrame, jobs: pd.DataFrame, end_time: float,
+                only: set[str] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per tenant (of ``only``, when given), GPUs held as a step function: change times and the
+    GPUs held from each. A spell holds share x workers milli-GPUs from its start to its end (a
+    still-running one, to ``end_time``)."""
     tenant_of = dict(zip(jobs["job_id"].astype(str), _tenant_names(jobs)))
     tenant = np.array([tenant_of.get(j, NO_TENANT) for j in spells["job_id"].astype(str)], dtype=object)
     gpus = spells["share"].to_numpy(float) * spells["workers"].to_numpy(float) / 1000.0
     start = spells["start"].to_numpy(float)
     end = np.where(np.isnan(spells["end"].to_numpy(float)), end_time, spells["end"].to_numpy(float))
     steps = {}
-    for name in sorted(set(tenant.tolist())):
+    for name in sorted(set(tenant.tolist()) if only is None else only):
         mine = tenant == name
         times = np.concatenate([start[mine], end[mine]])
         delta = np.concatenate([gpus[mine], -gpus[mine]])
@@ -101,9 +108,9 @@ def tenant_usage_figure(spells: pd.DataFrame, jobs: pd.DataFrame, summary: dict)
     tenants = summary.get("tenants") or {}
     start = float(jobs["submit"].min()) if len(jobs) else 0.0
     end = max(start + float(summary.get("makespan") or 0.0), float(summary.get("simulated_until") or 0.0))
-    steps = usage_steps(spells, jobs, end)
     ranked = sorted(tenants, key=lambda name: (-(tenants[name].get("gpu_hours") or 0.0), name))
     shown = ranked[:MAX_PANELS]
+    steps = usage_steps(spells, jobs, end, set(shown))
     cols = min(3, max(1, len(shown)))
     rows = max(1, math.ceil(len(shown) / cols))
     fig, axes = figure(rows, cols, height=1.9 * rows + 0.7, sharex=True)
