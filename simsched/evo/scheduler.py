@@ -127,15 +127,20 @@ class Problem:
         self.kind = kind
         self.w = w
         self.fixed = list(fixed)
+        self._fixed_states: tuple[ClusterState | None, ...] | None = None  # set by instance()
 
-    def cluster_states(self, fixed: Sequence[JobView]) -> tuple[ClusterState, ...]:
-        """Per group: node capacities and the running jobs that keep their nodes there."""
+    def cluster_states(self, fixed: Sequence[JobView], only: set[int] | None = None) -> tuple[ClusterState | None, ...]:
+        """Per group: node capacities and the running jobs that keep their nodes there
+        (with ``only``, those groups; None for the others)."""
         view = self.view
         by_group: list[list[JobView]] = [[] for _ in self.groups]
         for job in fixed:
             by_group[self.group_of_node[job.running_nodes[0]]].append(job)
-        states = []
-        for g, jobs in zip(self.groups, by_group):
+        states: list[ClusterState | None] = []
+        for p, (g, jobs) in enumerate(zip(self.groups, by_group)):
+            if only is not None and p not in only:
+                states.append(None)
+                continue
             position = {n: i for i, n in enumerate(g.nodes)}
             usage = np.zeros((len(jobs), len(g.nodes)), dtype=np.int64)
             for k, job in enumerate(jobs):
@@ -151,8 +156,9 @@ class Problem:
         return tuple(states)
 
     def instance(self) -> AllocationInstance:
+        self._fixed_states = self.cluster_states(self.fixed)  # decision() reuses the groups it leaves as they are
         return AllocationInstance(
-            now=self.view.now, clusters=self.cluster_states(self.fixed), per_worker=self.per_worker,
+            now=self.view.now, clusters=self._fixed_states, per_worker=self.per_worker,
             workers=self.workers, duration=self.duration, weight=self.weight, queued=self.queued,
             priority=self.priority, allowed=self.allowed, current=self.current, weights=self.weights,
             kind=self.kind, w=self.w, overhead=self.overhead,
@@ -175,7 +181,15 @@ class Problem:
                  if self.current[j] >= 0 and assignment[j] != self.current[j]]
         staying = [self.jobs[j] for j in range(len(self.jobs))
                    if self.current[j] >= 0 and assignment[j] == self.current[j]]
-        states = self.cluster_states([*self.fixed, *staying])
+        # the groups the final plan places jobs in; a group no staying job runs in has the fixed
+        # jobs' state that instance() built (the same arrays: the same jobs in the same order)
+        planned = {int(p) for j, p in enumerate(assignment) if p >= 0 and self.current[j] != p}
+        changed = {self.group_of_node[job.running_nodes[0]] for job in staying}
+        cached = self._fixed_states
+        states = self.cluster_states([*self.fixed, *staying], planned if cached is None else planned & changed)
+        if cached is not None:
+            states = tuple(cached[p] if p in planned and p not in changed else state
+                           for p, state in enumerate(states))
         order_all = np.lexsort((np.arange(len(self.jobs)), self.priority))
         rank = np.empty(len(self.jobs), dtype=np.int64)
         rank[order_all] = np.arange(len(self.jobs))
