@@ -279,7 +279,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             choices=_quota_modes, example='"strict"'),
         Key("reclaim", str, "How an owner gets the GPUs it lent back.", "preempt",
             choices=_reclaim_modes, requires='quota = "borrow"', example='"wait"'),
-        Key("decide_on", str, "When mct-gp/evo-gp plan and mct-<policy> allocate: at every event, or only when "
+        Key("decide_on", str, "When `mct-gp`/`evo-gp` plan and `mct-<policy>` allocate: at every event, or only when "
             "a job arrives that the last plan did not place (the evo page, The trigger).", "event",
             choices=DECIDE_ON, example='"arrival"'),
     ),
