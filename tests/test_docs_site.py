@@ -29,6 +29,12 @@ def test_mentions_become_links_relative_to_the_page():
     assert link("docs/learning.md#time\n", "api") == "[docs/learning.md#time](../learning.md#time)\n"
 
 
+def test_a_mention_of_a_missing_page_stays_text():
+    link = _hooks().link_mentions
+    text = "see docs/evo.md and docs/not_yet.md\n"
+    assert link(text, "", lambda path: path == "evo.md") == "see [docs/evo.md](evo.md) and docs/not_yet.md\n"
+
+
 def test_code_and_existing_links_stay():
     link = _hooks().link_mentions
     text = ("```toml\n[compare]  # see docs/assignment.md\n```\n"
