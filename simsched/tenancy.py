@@ -188,8 +188,20 @@ class Staged:
         return room
 
     def admits(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> bool:
-        room = self.room(tenant, cluster, gpu_type)
-        return room is None or milli <= room
+        """Whether ``milli`` more milli-GPUs fit ``tenant``'s room (:meth:`room`, inlined: the
+        queue walk asks this for every job it tries under quotas)."""
+        tenancy = self.tenancy
+        if not tenancy._limited[cluster]:
+            return True
+        key = tenant if tenant in tenancy._listed[cluster] else OTHER
+        pair = (cluster, key)
+        if milli > tenancy._quota.get(pair, 0) - tenancy._usage.get(pair, 0) - self._delta.get(pair, 0):
+            return False
+        if pair in tenancy._per_type:
+            triple = (cluster, key, gpu_type)
+            return milli <= (tenancy._type_quota.get(triple, 0) - tenancy._type_usage.get(triple, 0)
+                             - self._type_delta.get(triple, 0))
+        return True
 
     def add(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> None:
         tenancy = self.tenancy
