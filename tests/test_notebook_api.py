@@ -56,7 +56,7 @@ def test_run_overrides_equal_the_command_line_set(scenario: Path, tmp_path: Path
     ({"workload.load": -1}, "workload.load: must be > 0"),
     ({"scheduler.placement": "bogus"}, "unknown value 'bogus'"),
     ({"seed": 3}, "'seed': give a dotted scenario key"),
-    ({"cluster.nodes": 3}, "cannot be overridden"),
+    ({"fleet.nodes": 3}, "cannot be overridden"),
 ])
 def test_run_bad_override_is_one_line_as_with_set(scenario: Path, capsys, overrides: dict, message: str) -> None:
     with pytest.raises(InputError) as caught:

@@ -33,7 +33,7 @@ def test_set_changes_the_run_and_is_recorded(scenario: Path, tmp_path: Path) -> 
     ("workload.load=-1", "workload.load: must be > 0"),
     ("scheduler.placement=bogus", "unknown value 'bogus'"),
     ("nodot=1", "give KEY=VALUE with a dotted scenario key"),
-    ("cluster.nodes=3", "cannot be overridden"),
+    ("fleet.nodes=3", "cannot be overridden"),
 ])
 def test_a_bad_set_is_one_line(scenario: Path, capsys, setting: str, message: str) -> None:
     assert main([str(scenario), "--set", setting, "--quiet"]) == 2
@@ -49,3 +49,36 @@ def test_compare_takes_set_for_every_run(scenario: Path, tmp_path: Path, capsys)
     assert runs.count("\n") == 3
     assert main(["compare", str(scenario), "--set", "scheduler.placement=bogus", "--quiet"]) == 2
     assert "unknown value 'bogus'" in capsys.readouterr().err
+
+
+def test_cluster_nodes_resizes_the_one_cluster(scenario: Path, tmp_path: Path) -> None:
+    """``cluster.nodes``: the same jobs on a larger cluster (the paper's Fig. 9b sweep). On one 4-GPU
+    node, b (4 GPUs, submitted at 1) waits for a (2 GPUs, 0-100) and c (2 GPUs, 2-202); with two
+    nodes it starts when it arrives."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main([str(scenario), "--out", str(one), "--quiet"]) == 0
+    assert main([str(scenario), "--set", "cluster.nodes=2", "--out", str(two), "--quiet"]) == 0
+    assert json.loads((two / "summary.json").read_text())["overrides"] == {"cluster.nodes": 2}
+    start = {name: {row.split(",")[0]: row.split(",") for row in (name / "jobs.csv").read_text().splitlines()[1:]}
+             for name in (one, two)}
+    header = (one / "jobs.csv").read_text().splitlines()[0].split(",")
+    first = header.index("start")
+    assert float(start[one]["b"][first]) == 202.0 and float(start[two]["b"][first]) == 1.0
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("cluster.nodes=0", "cluster.nodes: must be a whole number of nodes >= 1"),
+    ("cluster.gpus=2", "cluster.gpus: cannot be overridden; valid: cluster.nodes"),
+])
+def test_bad_cluster_override_is_one_line(scenario: Path, tmp_path: Path, capsys, setting: str,
+                                          message: str) -> None:
+    assert main([str(scenario), "--set", setting, "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_cluster_nodes_refuses_a_fleet_of_several_clusters(tmp_path: Path, capsys) -> None:
+    two = ONE_NODE + '\n[[cluster]]\nname = "c1"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]'
+    path = write_scenario(tmp_path, clusters=two, jobs=JOBS, scheduler='policy = "fifo"')
+    assert main([str(path), "--set", "cluster.nodes=3", "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "resizes a scenario of one cluster with one node type" in capsys.readouterr().err

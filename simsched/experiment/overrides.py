@@ -18,6 +18,7 @@ from typing import Any
 
 from simsched import scenario as scenario_module
 from simsched.errors import InputError
+from simsched.model import ClusterSpec
 from simsched.params import Params
 from simsched.scenario import Scenario, SchedulerSpec, WorkloadSpec
 
@@ -46,9 +47,11 @@ def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any], where: str
             changes["workload"] = replace(workload, params_file=label)
         elif section == "objective":
             changes.update(_objective(scenario, keys, label))
+        elif section == "cluster":
+            changes["clusters"] = _resized(scenario, keys, label)
         else:
             raise InputError(f"{label}: {section}: cannot be overridden; valid sections: "
-                             "workload.*, scheduler.*, objective.*")
+                             "workload.*, scheduler.*, objective.*, cluster.nodes")
     return replace(scenario, **changes) if changes else scenario
 
 
@@ -115,3 +118,23 @@ def _objective(scenario: Scenario, keys: Mapping[str, Any], label: str) -> dict[
         raw = {}
     objective = scenario_module._objective(Params(_set_all(raw, keys), "objective", label))
     return {"objective": objective, "objective_weights": objective.weights}
+
+
+def _resized(scenario: Scenario, keys: Mapping[str, Any], label: str) -> tuple[ClusterSpec, ...]:
+    """``cluster.nodes = N``: the scenario's one cluster of one node type with N nodes (the paper's
+    single-cluster load sweep, Fig. 9b: the same jobs on a smaller or larger cluster)."""
+    for key in keys:
+        if key != "nodes":
+            raise InputError(f"{label}: cluster.{key}: cannot be overridden; valid: cluster.nodes")
+    nodes = keys["nodes"]
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise InputError(f"{label}: cluster.nodes: must be a whole number of nodes >= 1, got {nodes!r}")
+    if len(scenario.clusters) != 1 or len(scenario.clusters[0].nodes) != 1:
+        raise InputError(f"{label}: cluster.nodes: resizes a scenario of one cluster with one node type; "
+                         f"{scenario.name} has {len(scenario.clusters)} clusters and "
+                         f"{sum(len(c.nodes) for c in scenario.clusters)} node groups")
+    cluster = scenario.clusters[0]
+    if cluster.tenants or cluster.quota_schedule is not None:
+        raise InputError(f"{label}: cluster.nodes: cluster {cluster.name} gives tenants quotas; resize it in its "
+                         "own file, where the quotas can follow")
+    return (replace(cluster, nodes=(replace(cluster.nodes[0], count=nodes),)),)

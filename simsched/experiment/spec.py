@@ -332,10 +332,10 @@ def _int_axis(top: Params, key: str, default: int) -> int | tuple[int, ...]:
 
 def _check_dotted(top: Params, table: str, key: str) -> None:
     section, _, rest = key.partition(".")
-    if section not in OVERRIDE_SECTIONS or not rest:
+    if (section not in OVERRIDE_SECTIONS or not rest) and key != "cluster.nodes":
         raise top.error(f"{table}.{key}", "must be a dotted scenario key in one of "
                         + ", ".join(f"{s}.*" for s in OVERRIDE_SECTIONS)
-                        + " (e.g. workload.load); seeds and schedulers have their own keys")
+                        + " (e.g. workload.load), or cluster.nodes; seeds and schedulers have their own keys")
 
 
 def _check_placeholders(top: Params, schedulers: tuple[SchedulerEntry, ...],
