@@ -59,4 +59,5 @@ def test_the_tutorial_runs(tmp_path: Path) -> None:
     texts = [[o["data"].get("text/plain") for o in cell.outputs if "data" in o]
              for cell in committed.cells if cell.cell_type == "code"]
     assert texts[:8] == [[o["data"].get("text/plain") for o in cells if "data" in o]
-                         for cells in outputs.values()][:8]
+                         for cells in outputs.values()][:8], \
+        "the committed tutorial's outputs are stale (results changed): python tools/docs/build_tutorial.py"
