@@ -89,6 +89,7 @@ def test_report_has_the_tenant_tables_and_chromium_paints_the_figures(tenant_out
     report = tenant_out / "report.html"
     page = report.read_text(encoding="utf-8")
     assert "Per tenant (summary.json tenants)" in page and "Jain&#x27;s index" in page
+    assert "<td>p99 wait (s)</td>" in page  # the starvation rows (issue 21) under the §7 metrics
     assert 'id="fig-tenant_wait"' in page and 'id="fig-tenant_usage"' in page
     binary = _chromium()
     shot = tmp_path / "shot.png"

@@ -162,6 +162,13 @@ def run_metric_table(summary: dict) -> str:
             for name, block in clusters.items():
                 row[name] = "" if key == "makespan" else cell(fmt, block.get(key))
         rows.append(row)
+    if summary.get("starvation"):  # who waits (issue 21), over the whole run
+        from simsched.metrics import STARVATION_METRICS, flat_metrics
+
+        flat = flat_metrics(summary)
+        for key, label, _, fmt in STARVATION_METRICS:
+            rows.append({"metric": label, "all": cell(fmt, flat[key]),
+                         **({name: "" for name in clusters} if len(clusters) > 1 else {})})
     return table_html(pd.DataFrame(rows), "Summary metrics (summary.json)")
 
 
