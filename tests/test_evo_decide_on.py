@@ -160,3 +160,22 @@ def test_mct_allocation_decides_clusters_at_arrivals_only(monkeypatch) -> None:
     events = result.events
     assert calls and set(calls) <= set(events.time[events.event == "arrive"])
     assert result.summary["completed"] == 120
+
+
+@pytest.mark.parametrize("trigger", ["arrival", "event"])
+def test_decision_timing_records_the_decisions_that_plan(tmp_path, trigger: str) -> None:
+    """experiment `record = ["decisions"]` (Fig. 12): under arrival only the planning decisions are
+    timed (those between arrivals only start planned jobs); under event every decision, as before."""
+    from simsched.api import simulation
+    from simsched.experiment.runner import TimedScheduler
+
+    path = write_scenario(tmp_path, clusters=TWO, jobs=BUSY,
+                          scheduler=f'policy = "mct-gp"\ndecide_on = "{trigger}"')
+    ready = simulation(path)
+    timed = TimedScheduler(ready.engine.scheduler)
+    ready.engine.scheduler = timed
+    ready.run()
+    stats = timed.inner.stats
+    assert len(timed.samples) == (stats["plans"] if trigger == "arrival" else stats["decisions"])
+    if trigger == "arrival":
+        assert stats["plans"] < stats["decisions"]

@@ -41,17 +41,24 @@ LATER_TOP_LEVEL = ("ftf_rho_jobs",)
 
 
 class TimedScheduler:
-    """Wraps a scheduler: records (queued jobs, wall seconds) for every ``decide`` call."""
+    """Wraps a scheduler: records (queued jobs, wall seconds) for every ``decide`` call; under
+    ``decide_on = "arrival"`` only for the calls that plan (the ones between arrivals only start
+    the planned jobs: docs/evo.md, "The trigger")."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.samples: list[tuple[int, float]] = []
+        self._plans_only = getattr(inner, "decide_on", "event") == "arrival" and isinstance(
+            getattr(inner, "stats", None), dict)
 
     def decide(self, view: Any) -> Any:
         queued = view.queue_length
+        plans = self.inner.stats.get("plans", 0) if self._plans_only else 0
         started = time.perf_counter()
         decision = self.inner.decide(view)
-        self.samples.append((queued, time.perf_counter() - started))
+        seconds = time.perf_counter() - started
+        if not self._plans_only or self.inner.stats.get("plans", 0) > plans:
+            self.samples.append((queued, seconds))
         return decision
 
     def __getattr__(self, name: str) -> Any:
