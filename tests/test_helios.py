@@ -122,7 +122,7 @@ def test_helios_scenario_validates_and_runs(cluster) -> None:
     assert spec.total_gpus == helios.HELIOS[cluster]["gpu_num"]
     assert all(group.gpus <= 8 for group in spec.nodes) and sum(group.count for group in spec.nodes if group.gpus < 8) <= 1
     assert spec.tenants and sum(t.total for t in spec.tenants) <= spec.total_gpus
-    assert scenario.scheduler.quota == "strict" and scenario.scheduler.backfill_setting == "conservative"
+    assert scenario.scheduler.quota == "strict" and scenario.scheduler.backfill_setting == "easy"
     result = simsched.run(scenario, jobs=300)
     assert result.summary["completed"] == 300
     assert result.jobs["tenant"].notna().any()

@@ -38,7 +38,7 @@ def variants(cluster: str) -> dict[str, dict]:
     f = HELIOS[cluster]
     early = round(f["cancel_rate_gpu"] + f["fail_rate_gpu"], 3)
     return {
-        "as shipped (FIFO, conservative backfill, strict VC quotas)": {},
+        "as shipped (FIFO, EASY, strict VC quotas)": {},
         "bursty arrivals (batch_mean = 5)": {"workload.batch_mean": 5.0},
         "failed/cancelled end early (early_end_share = published cancel + fail rate)":
             {"workload.early_end_share": early},
@@ -47,8 +47,8 @@ def variants(cluster: str) -> dict[str, dict]:
         "quotas borrowable (quota = borrow, reclaim = wait)": {"scheduler.quota": "borrow",
                                                               "scheduler.reclaim": "wait"},
         "backfill none": {"scheduler.backfill": "none"},
-        "backfill easy": {"scheduler.backfill": "easy"},
         "backfill greedy": {"scheduler.backfill": "greedy"},
+        "backfill conservative": {"scheduler.backfill": "conservative"},
     }
 
 
