@@ -126,3 +126,15 @@ def test_helios_scenario_validates_and_runs(cluster) -> None:
     result = simsched.run(scenario, jobs=300)
     assert result.summary["completed"] == 300
     assert result.jobs["tenant"].notna().any()
+
+
+def test_scheduler_overrides_keep_the_quota_mode() -> None:
+    """--set / compare / experiment overrides rebuild [scheduler]: quotas must survive them."""
+    from simsched.experiment.overrides import apply_overrides
+
+    scenario = load_scenario(REPO / "scenarios" / "helios" / "earth.toml")
+    assert apply_overrides(scenario, {"scheduler.backfill": "greedy"}).scheduler.quota == "strict"
+    borrow = apply_overrides(scenario, {"scheduler.quota": "borrow", "scheduler.reclaim": "wait"}).scheduler
+    assert (borrow.quota, borrow.reclaim) == ("borrow", "wait")
+    back = apply_overrides(apply_overrides(scenario, {"scheduler.quota": "borrow"}), {"scheduler.quota": "none"})
+    assert back.scheduler.quota == "none"

@@ -37,6 +37,8 @@ def apply_overrides(scenario: Scenario, overrides: Mapping[str, Any], where: str
     for section, keys in by_section.items():
         if section == "scheduler":
             raw = _set_all(scheduler_table(scenario.scheduler), keys)
+            if raw.get("quota") != "borrow" and "reclaim" not in keys:
+                raw.pop("reclaim", None)  # the file's reclaim belongs to the borrow mode an override replaced
             changes["scheduler"] = scenario_module._scheduler(Params(raw, "scheduler", label),
                                                               len(scenario.clusters))
         elif section == "workload":
@@ -79,6 +81,10 @@ def scheduler_table(spec: SchedulerSpec) -> dict[str, Any]:
         table["reserve_depth"] = spec.reserve_depth
     if spec.decide_on != "event":
         table["decide_on"] = spec.decide_on
+    if spec.quota != "none":  # tenants' quotas: dropping them would run every override without quotas
+        table["quota"] = spec.quota
+        if spec.quota == "borrow":
+            table["reclaim"] = spec.reclaim
     table.update(spec.options)
     return table
 
