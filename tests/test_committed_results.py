@@ -13,7 +13,8 @@ from simsched.experiment.grid import plan
 from simsched.experiment.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
-STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "full", "fig9b-full")]
+STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "full", "fig9b-full"),
+          ("fig9a.toml", "medium", "fig9a-medium")]
 
 
 @pytest.mark.parametrize("spec_name, preset, folder", STORES)
