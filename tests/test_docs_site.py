@@ -57,3 +57,13 @@ def test_the_gallery_page_is_the_tools_and_its_figures_exist():
     for group, _, _, _, figures in module.GROUPS:
         for name, _ in figures:
             assert (ROOT / "docs" / "img" / "gallery" / f"{group}_{name}.png").is_file(), (group, name)
+
+
+def test_every_page_is_in_the_site_nav() -> None:
+    """mkdocs --strict (in CI) fails on a page left out of the nav: say which, here, in seconds."""
+    root = Path(__file__).resolve().parents[1]
+    nav = (root / "mkdocs.yml").read_text().split("\nnav:", 1)[1]
+    pages = sorted(p.relative_to(root / "docs").as_posix() for p in (root / "docs").rglob("*")
+                   if p.suffix in (".md", ".ipynb") and "hooks" not in p.parts and p.name != "index.md")
+    missing = [page for page in pages if f": {page}" not in nav]
+    assert not missing, f"docs pages not in mkdocs.yml's nav: {missing}"
