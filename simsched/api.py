@@ -355,7 +355,39 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
     infeasible = infeasible_report(engine)
     if infeasible is not None:
         warnings += (infeasible.message(),)
+    if tenancy is not None and spec.quota == "strict":
+        above = above_quota_warning(engine, tenancy)
+        if above:
+            warnings += (above,)
     return Simulation(scenario, engine, skipped, wall, label, warnings, infeasible)
+
+
+def above_quota_warning(engine: Engine, tenancy: Tenancy) -> str | None:
+    """Under ``quota = "strict"``: the jobs that ask for more GPUs than their tenant may ever hold on
+    every option they have. No policy can start them, so every run leaves them unfinished (and
+    compare marks every run); say so before the run. None when there are none."""
+    jobs = engine.jobs
+    names = jobs.tenants.values
+    blocked: list[int] = []
+    verdict: dict[tuple[int, int], bool] = {}  # (option set, tenant code) -> never fits
+    for i in range(len(jobs)):
+        key = (int(jobs.option_set[i]), int(jobs.tenant[i]))
+        if key not in verdict:
+            options = jobs.option_sets[key[0]]
+            tenant = names[key[1]]
+            workers = int(jobs.workers[i])
+            verdict[key] = bool(options) and all(
+                (most := tenancy.most_milli(tenancy.key(tenant, o.cluster), o.cluster, o.gpu_type)) is not None
+                and o.per_worker * workers > most for o in options)
+        if verdict[key]:
+            blocked.append(i)
+    if not blocked:
+        return None
+    first = blocked[0]
+    return (f"{len(blocked):,} job(s) ask for more GPUs than their tenant's strict quota ever allows (the first, "
+            f"{jobs.job_ids[first]!r} of tenant {names[jobs.tenant[first]]!r}, {float(jobs.gpus[first]):g} GPUs): "
+            "no policy can start them, so every run leaves them unfinished; raise the quota, or use "
+            'quota = "borrow"')
 
 
 def build_tenancy(fleet: Fleet, mode: str, reclaim: str) -> Tenancy:

@@ -158,6 +158,21 @@ class Tenancy:
                        - self._type_usage.get((cluster, key, gpu_type), 0))
         return room
 
+    def most_milli(self, key: str | None, cluster: int, gpu_type: str) -> int | None:
+        """The most milli-GPUs of ``gpu_type`` the quota key may ever hold in ``cluster`` (the largest
+        quota over a dated table), None = no limit. A job larger than this never starts under
+        ``strict``, whatever the policy."""
+        if not self._limited[cluster]:
+            return None
+        schedule = next((s for c, s in self._schedules if c == cluster), None)
+        if schedule is None:
+            return self.quota_milli(key, cluster, gpu_type)
+        listed = self._listed[cluster]
+        if key in listed:
+            i = schedule.tenants.index(key)
+            return max(to_milli(row[i]) for row in schedule.gpus)
+        return max(max(0, self._capacity[cluster] - sum(to_milli(g) for g in row)) for row in schedule.gpus)
+
     def per_type(self, key: str | None, cluster: int) -> bool:
         return (cluster, key) in self._per_type
 

@@ -289,3 +289,16 @@ def test_earth_daily_quotas(tmp_path, traces_dir):
     assert result.summary["completed"] + result.summary["unfinished"] == 400
     schedule = load_scenario(path).clusters[0].quota_schedule
     assert len(schedule.tenants) == 25 and schedule.times[:2] == (0.0, 86400.0)
+
+
+@pytest.mark.parametrize("mode, warned", [("strict", True), ("borrow", False), ("none", False)])
+def test_a_job_above_its_strict_quota_is_announced(tmp_path, mode: str, warned: bool) -> None:
+    """a's quota is 8 GPUs; a 12-GPU job of a can never start under strict (whatever the policy),
+    so the run says so before it starts; under borrow it can (idle GPUs), and nothing is said."""
+    jobs = ["a1,0,100,12,a", "b1,0,50,4,b"]
+    result = run(tmp_path, f'policy = "fifo"\nquota = "{mode}"', jobs=jobs)
+    said = [w for w in result.summary.get("warnings", []) if "strict quota ever allows" in w]
+    assert bool(said) == warned
+    if warned:
+        assert said[0].startswith("1 job(s)") and "'a1' of tenant 'a', 12 GPUs" in said[0]
+        assert result.jobs.set_index("job_id").loc["a1", "status"] == "unfinished"
