@@ -51,8 +51,10 @@ GROUPS = [
 
 
 def _store() -> Path:
-    """The committed experiment store the gallery redraws (the first under experiments/paper/results/)."""
-    stores = sorted((ROOT / "experiments" / "paper" / "results").glob("*/results.csv"))
+    """The committed experiment store the gallery redraws: the paper's Fig. 4 (the first fig4-* store
+    under experiments/paper/results/; another store only when there is none)."""
+    stores = sorted((ROOT / "experiments" / "paper" / "results").glob("*/results.csv"),
+                    key=lambda path: (not path.parent.name.startswith("fig4-"), path.parent.name))
     if not stores:
         raise SystemExit("no committed experiment store under experiments/paper/results/")
     return stores[0].parent
