@@ -15,7 +15,8 @@ from simsched.experiment.spec import load_spec
 REPO = Path(__file__).resolve().parents[1]
 STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "full", "fig9b-full"),
           ("fig9a.toml", "medium", "fig9a-medium"),
-          ("fig11a.toml", "medium", "fig11a-medium")]
+          ("fig11a.toml", "medium", "fig11a-medium"),
+          ("fig4.toml", "medium", "fig4-medium-arrival")]
 
 
 @pytest.mark.parametrize("spec_name, preset, folder", STORES)

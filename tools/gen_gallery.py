@@ -50,11 +50,15 @@ GROUPS = [
 ]
 
 
+#: the committed store the gallery redraws: Fig. 4's complete medium run
+GALLERY_STORE = "fig4-medium-event"
+
+
 def _store() -> Path:
-    """The committed experiment store the gallery redraws: the paper's Fig. 4 (the first fig4-* store
-    under experiments/paper/results/; another store only when there is none)."""
+    """The committed experiment store the gallery redraws: :data:`GALLERY_STORE` (another store under
+    experiments/paper/results/ only when it is absent)."""
     stores = sorted((ROOT / "experiments" / "paper" / "results").glob("*/results.csv"),
-                    key=lambda path: (not path.parent.name.startswith("fig4-"), path.parent.name))
+                    key=lambda path: (path.parent.name != GALLERY_STORE, path.parent.name))
     if not stores:
         raise SystemExit("no committed experiment store under experiments/paper/results/")
     return stores[0].parent
