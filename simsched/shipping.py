@@ -46,15 +46,16 @@ def _candidates(value: Any) -> Iterable[str]:
             yield from _candidates(item)
 
 
-def _existing(name: str, base: Path) -> list[Path]:
-    """The regular files ``name`` (relative to ``base``) stands for: itself, or a folder's files."""
+def _existing(name: str, base: Path, folders: bool = False) -> list[Path]:
+    """The regular files ``name`` (relative to ``base``) stands for: itself, or with ``folders`` (a
+    trace folder) the folder's files."""
     if not name or "\n" in name or len(name) > 4096:
         return []
     path = Path(name) if Path(name).is_absolute() else base / name
     try:
         if path.is_file():
             return [path.resolve()]
-        if path.is_dir():
+        if folders and path.is_dir():
             found = [p.resolve() for p in sorted(path.rglob("*")) if p.is_file()]
             if len(found) > _MAX_FILES_IN_FOLDER:
                 raise InputError(f"{path}: a folder of {len(found)} files is too many to ship to Ray workers "
@@ -74,7 +75,7 @@ def files_of(scenario: Any) -> list[Path]:
     workload = scenario.workload
     base = Path(workload.base_dir) if workload.base_dir else scenario_dir
     for name in _candidates(workload.path):
-        found += _existing(name, base)
+        found += _existing(name, base, folders=True)
     for name in _candidates(workload.params):
         found += _existing(name, base)
     policy = scenario.scheduler.policy
@@ -102,8 +103,8 @@ class Shipment:
         self.bytes = sum(len(data) for data in contents.values())
         self.digest = digest.hexdigest()[:16]
         # a list around the reference: Ray resolves a top-level argument, not one inside a list, so a
-        # task fetches the files only the first time its worker process needs them (see localize)
-        # the driver's working folder: a relative name in the scenario resolves against it
+        # task fetches the files only the first time its worker process needs them (see localize);
+        # the driver's working folder goes along: a relative name in the scenario resolves against it
         self.handle: Handle | None = (self.digest, [put(contents)], os.getcwd()) if contents else None
 
 
@@ -124,7 +125,12 @@ def _same(path: Path, data: bytes) -> bool:
 
 def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
     uid = os.getuid() if hasattr(os, "getuid") else "user"
-    root = Path(tempfile.gettempdir()) / f"simsched-inputs-{uid}" / digest
+    mine = Path(tempfile.gettempdir()) / f"simsched-inputs-{uid}"
+    mine.mkdir(mode=0o700, exist_ok=True)
+    if hasattr(os, "getuid") and (mine.is_symlink() or mine.stat().st_uid != os.getuid()):
+        raise InputError(f"{mine}: not a folder of this user's; remove it (simsched mirrors shipped inputs "
+                         "there)")
+    root = mine / digest
     for name, data in contents.items():
         target = root / Path(name).relative_to(Path(name).anchor)
         if _same(target, data):
