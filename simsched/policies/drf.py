@@ -46,7 +46,7 @@ from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerV
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.shares import (
-    QuotaSource,
+    FairShareBase,
     entitlements,
     held_gpus,
     plan_clusters,
@@ -63,18 +63,10 @@ def dominant_share(held: list[float], entitled: list[float]) -> float:
     return share
 
 
-class DrfScheduler(QuotaSource):
+class DrfScheduler(FairShareBase):
     """Progressive filling by dominant share (see the module docstring)."""
 
     name = "drf"
-    supports_admission = True  # the walk checks quotas as it places (simsched.policies.quota)
-    by_tenant = False
-
-    def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True) -> None:
-        super().__init__()
-        self.placement = placement
-        self.allocation = allocation
-        self.backfill = backfill
 
     def shares(self, view: SchedulerView) -> dict[str | None, float]:
         """Every active tenant's dominant share now (for tests and users)."""

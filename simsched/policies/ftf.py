@@ -42,7 +42,7 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
-from simsched.policies.shares import QuotaSource, cluster_gpus, entitlements, plan_clusters
+from simsched.policies.shares import FairShareBase, cluster_gpus, entitlements, plan_clusters
 
 #: the pool of a cluster's unlisted tenants, as a key (simsched.tenancy)
 _POOL = object()
@@ -65,18 +65,10 @@ def contention(demand: float, entitled: float) -> float:
     return max(1.0, demand / entitled)
 
 
-class FtfScheduler(QuotaSource):
+class FtfScheduler(FairShareBase):
     """Largest estimated finish-time fairness ρ first (see the module docstring)."""
 
     name = "ftf"
-    supports_admission = True  # the walk checks quotas as it places (simsched.policies.quota)
-    by_tenant = False
-
-    def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True) -> None:
-        super().__init__()
-        self.placement = placement
-        self.allocation = allocation
-        self.backfill = backfill
 
     def rhos(self, view: SchedulerView) -> dict[str, float]:
         """Every queued job's estimated ρ now."""

@@ -50,6 +50,20 @@ class QuotaSource:
         return self._bound
 
 
+class FairShareBase(QuotaSource):
+    """What drf and ftf share: a queue walk (placement, allocation, backfill) that checks quotas as it
+    places (simsched.policies.quota), ordering tenants rather than per-tenant buckets."""
+
+    supports_admission = True  # the walk checks quotas as it places (simsched.policies.quota)
+    by_tenant = False
+
+    def __init__(self, placement, allocation, backfill: bool = True) -> None:
+        super().__init__()
+        self.placement = placement
+        self.allocation = allocation
+        self.backfill = backfill
+
+
 def cluster_gpus(view: SchedulerView) -> list[float]:
     """GPUs per cluster."""
     fleet = view.fleet

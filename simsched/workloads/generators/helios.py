@@ -56,6 +56,7 @@ import pandas as pd
 
 from simsched.errors import InputError
 from simsched.model import Fleet
+from simsched.workloads.generators.venus import bisect_increasing
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize
 
@@ -102,17 +103,6 @@ def jobs_per_day(cluster: str) -> float:
     return HELIOS[cluster]["gpu_job_num"] / TRACE_DAYS
 
 
-def _bisect(fn, lo: float, hi: float, target: float, iterations: int = 200) -> float:
-    """x in [lo, hi] with fn(x) = target for an increasing fn (bisection, deterministic)."""
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        if fn(mid) < target:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
-
-
 @cache
 def gpu_shares(cluster: str, single_gpu_share: float) -> np.ndarray:
     """Shares of :data:`SIZES`: P(1) given, the rest geometric in log2(size), mean = the cluster's."""
@@ -126,7 +116,7 @@ def gpu_shares(cluster: str, single_gpu_share: float) -> np.ndarray:
 
     if not mean(1e-9) <= target <= mean(1e9):
         raise InputError(f"{cluster}: single_gpu_share = {single_gpu_share} cannot give a mean of {target} GPUs")
-    r = _bisect(mean, 1e-9, 1e9, target) if mean(1.0) < target else _bisect(mean, 1e-9, 1.0, target)
+    r = bisect_increasing(mean, 1e-9, 1e9, target) if mean(1.0) < target else bisect_increasing(mean, 1e-9, 1.0, target)
     tail = r**powers
     return np.concatenate(([single_gpu_share], (1 - single_gpu_share) * tail / tail.sum()))
 
@@ -145,7 +135,7 @@ def _normal_quantile(p: float) -> float:
         return -math.inf
     if p >= 1.0:
         return math.inf
-    return _bisect(lambda z: float(_phi(z)), -40.0, 40.0, p, iterations=100)
+    return bisect_increasing(lambda z: float(_phi(z)), -40.0, 40.0, p, iterations=100)
 
 
 def capped_lognormal_mean(mu, sigma: float, cap: float):
@@ -164,7 +154,7 @@ def duration_law(cluster: str, max_duration_s: float) -> tuple[float, float]:
     if capped_lognormal_mean(mu, 20.0, max_duration_s) < target:
         raise InputError(f"{cluster}: max_duration_s = {max_duration_s} is too small for the mean run "
                          f"time {target} s")
-    return mu, _bisect(lambda s: capped_lognormal_mean(mu, s, max_duration_s), 1e-6, 20.0, target)
+    return mu, bisect_increasing(lambda s: capped_lognormal_mean(mu, s, max_duration_s), 1e-6, 20.0, target)
 
 
 def _size_thresholds(shares: np.ndarray) -> np.ndarray:
@@ -198,7 +188,7 @@ def coupling_rho(cluster: str, single_gpu_share: float, max_gpus: int, max_durat
         return 0.0, fn(0.0)
     if fn(0.999) <= target:
         return 0.999, fn(0.999)
-    rho = _bisect(fn, 0.0, 0.999, target, iterations=60)
+    rho = bisect_increasing(fn, 0.0, 0.999, target, iterations=60)
     return rho, fn(rho)
 
 

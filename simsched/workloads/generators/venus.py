@@ -68,7 +68,7 @@ DEFAULT_MAX_DURATION_S = 14 * 86_400.0
 DEFAULT_JOBS = 9_281
 
 
-def _bisect(fn, lo: float, hi: float, target: float, iterations: int = 200) -> float:
+def bisect_increasing(fn, lo: float, hi: float, target: float, iterations: int = 200) -> float:
     """x in [lo, hi] with fn(x) = target for an increasing fn (bisection, deterministic)."""
     for _ in range(iterations):
         mid = 0.5 * (lo + hi)
@@ -92,7 +92,7 @@ def gpu_shares(single_gpu_share: float) -> np.ndarray:
 
     if not mean(1e-9) <= target <= mean(1e9):
         raise InputError(f"venus: single_gpu_share = {single_gpu_share} cannot give a mean of {target} GPUs")
-    r = _bisect(mean, 1e-9, 1e9, target) if mean(1.0) < target else _bisect(mean, 1e-9, 1.0, target)
+    r = bisect_increasing(mean, 1e-9, 1e9, target) if mean(1.0) < target else bisect_increasing(mean, 1e-9, 1.0, target)
     tail = r**powers
     return np.concatenate(([single_gpu_share], (1 - single_gpu_share) * tail / tail.sum()))
 
@@ -115,7 +115,7 @@ def duration_law(max_duration_s: float) -> tuple[float, float]:
     if capped_lognormal_mean(mu, 20.0, max_duration_s) < target:
         raise InputError(f"venus: max_duration_s = {max_duration_s} is too small for Venus's mean run "
                          f"time {target} s")
-    return mu, _bisect(lambda s: capped_lognormal_mean(mu, s, max_duration_s), 1e-6, 20.0, target)
+    return mu, bisect_increasing(lambda s: capped_lognormal_mean(mu, s, max_duration_s), 1e-6, 20.0, target)
 
 
 @generator("venus")
