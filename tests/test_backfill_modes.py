@@ -74,6 +74,21 @@ def test_a_reservation_is_for_a_gpu_type_and_its_nodes(tmp_path: Path) -> None:
     assert rows["c"][0] == pytest.approx(50 + 10 / 0.592, abs=1e-3) and rows["c"][2] == "P100"
 
 
+@pytest.mark.parametrize("mode", ['"easy"', '"conservative"'])
+def test_a_job_that_ends_now_holds_its_gpus_now(tmp_path: Path, mode: str) -> None:
+    """One 8-GPU node; a holds 6 GPUs 0-100. At 1, b (8 GPUs) waits, reserved at 100; c (2 GPUs,
+    no work) starts and ends at 1; d (2 GPUs, 50 s, ends before b's reservation) fits the profile,
+    but c holds the 2 free GPUs at this instant: d waits for c's end, at 1 too. (The walk once gave
+    d c's GPUs as well: the engine refused the over-allocation.)"""
+    node = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 8, gpu_type = "V100" }]'
+    jobs = ["a,0,100,6,,,,,", "b,1,10,8,,,,,", "c,1,0,2,,,,,", "d,1,50,2,,,,,"]
+    path = _scenario(tmp_path, mode, jobs=jobs, clusters=node)
+    assert run_rows(path) == {"a": (0, 100), "b": (100, 110), "c": (1, 1), "d": (1, 51)}
+    if mode == '"easy"':  # and with reservations for the first two waiting jobs (the reference walk)
+        path = _scenario(tmp_path, mode, jobs=jobs, clusters=node, extra="reserve_depth = 2")
+        assert run_rows(path) == {"a": (0, 100), "b": (100, 110), "c": (1, 1), "d": (1, 51)}
+
+
 def test_bad_modes_are_one_line(tmp_path: Path, capsys) -> None:
     from simsched.cli import main
 

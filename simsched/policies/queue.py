@@ -27,6 +27,7 @@ import numpy as np
 
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
+from simsched.policies.easy import RunningEnds, easy_walk
 from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 from simsched.policies.reservations import reserving_walk
@@ -234,6 +235,9 @@ class ColumnBucket:
 class QueueScheduler:
     """Order the queue, then place each job on the fastest GPU type that fits in its cluster."""
 
+    #: False: ``easy`` with depth 1 takes the reference walk (reservations.reserving_walk), for tests
+    fast_easy = True
+
     def __init__(self, ordering: Ordering, placement: Placement, allocation: Allocation,
                  backfill: bool = True, reserve: str = "none", reserve_depth: int = 1) -> None:
         self.ordering = ordering
@@ -243,6 +247,8 @@ class QueueScheduler:
         # "easy" / "conservative": backfilling with reservations (simsched.policies.reservations)
         self.reserve = reserve
         self.reserve_depth = math.inf if reserve == "conservative" else reserve_depth
+        # easy with one reservation: the fast walk (simsched.policies.easy), same decisions
+        self._running_ends = RunningEnds() if reserve == "easy" and reserve_depth == 1 and self.fast_easy else None
         self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
         self._vector = getattr(ordering, "vector", None) if not ordering.static else None
         # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
@@ -446,7 +452,10 @@ class QueueScheduler:
             self.allocation.prepare(view, ordered)
         if self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
-            starts, _ = reserving_walk(ordered, clusters, view, self.placement, self.reserve_depth)
+            if self._running_ends is not None:
+                starts, _ = easy_walk(ordered, clusters, view, self.placement, self._running_ends)
+            else:
+                starts, _ = reserving_walk(ordered, clusters, view, self.placement, self.reserve_depth)
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         else:
             signature_of = {job.job_id: self._signature(job, view) for job in ordered}

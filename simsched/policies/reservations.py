@@ -113,15 +113,19 @@ def _place(placement: Placement, nodes: Sequence[int], per_worker: int, workers:
 
 
 def fit_at(job: JobView, cluster: int | None, t: float, groups: dict, placement: Placement, profile: Profile,
-           view: SchedulerView) -> tuple[tuple[int, ...], int, float] | None:
+           view: SchedulerView, held_now: dict[int, int] | None = None) -> tuple[tuple[int, ...], int, float] | None:
     """(nodes, share per worker, run time) of ``job`` started at ``t`` in ``cluster`` (None: any),
-    fastest GPU type first, fitting in the profile over its whole run; None when it does not."""
+    fastest GPU type first, fitting in the profile over its whole run; None when it does not.
+    At ``t`` = now it must also fit in ``held_now``, the GPUs free at this instant (a job of this
+    walk that ends now holds its GPUs at now, though the profile never holds them)."""
     for option in job.options:
         if cluster is not None and option.cluster != cluster:
             continue
         run = view.remaining_time(job, option.speed)
         nodes = groups[option.cluster, option.gpu_type]
         least = profile.window(t, t + run, nodes)
+        if held_now is not None and t == view.now:
+            least = {n: min(value, held_now[n]) for n, value in least.items()}
         chosen = _place(placement, nodes, option.per_worker, job.workers, least)
         if chosen is not None:
             return chosen, option.per_worker, run
@@ -142,11 +146,11 @@ def _fit_free(job: JobView, cluster: int | None, groups: dict, placement: Placem
 
 
 def reserve(job: JobView, cluster: int | None, groups: dict, placement: Placement, profile: Profile,
-            view: SchedulerView) -> tuple[float, tuple[int, ...]] | None:
+            view: SchedulerView, held_now: dict[int, int] | None = None) -> tuple[float, tuple[int, ...]] | None:
     """The earliest (time, nodes) at which ``job`` fits for its whole run, taken out of the
     profile; None when it fits at no breakpoint (it cannot run on this fleet's capacity)."""
     for t in list(profile.times):
-        found = fit_at(job, cluster, t, groups, placement, profile, view)
+        found = fit_at(job, cluster, t, groups, placement, profile, view, held_now)
         if found is not None:
             nodes, share, run = found
             profile.take(t, t + run, nodes, share)
@@ -183,15 +187,15 @@ def reserving_walk(ordered: Sequence[JobView], clusters: Sequence[int | None], v
         elif profile is None:
             found = _fit_free(job, cluster, groups, placement, free_now, view)
         else:
-            found = fit_at(job, cluster, now, groups, placement, profile, view)
+            found = fit_at(job, cluster, now, groups, placement, profile, view, free_now)
         if found is None:
             failed_now.setdefault(shape, work)
             failed_now[shape] = min(failed_now[shape], work)
         else:
             nodes, share, run = found
+            for n in nodes:  # held now, even by a job that ends now (which the profile never holds)
+                free_now[n] -= share
             if profile is None:
-                for n in nodes:
-                    free_now[n] -= share
                 taken.append(found)
             else:
                 profile.take(now, now + run, nodes, share)
@@ -202,7 +206,7 @@ def reserving_walk(ordered: Sequence[JobView], clusters: Sequence[int | None], v
                 profile = Profile.of(view)
                 for nodes, share, run in taken:
                     profile.take(now, now + run, nodes, share)
-            slot = reserve(job, cluster, groups, placement, profile, view)
+            slot = reserve(job, cluster, groups, placement, profile, view, free_now)
             if slot is not None:
                 reservations.append((job.job_id, slot[0], slot[1]))
     return starts, reservations
