@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import simsched.policies.queue as queue_module
 from simsched.engine import Engine, EngineConfig
 from simsched.policies import ALLOCATIONS, PLACEMENTS
-from simsched.policies.easy import easy_walk
+from simsched.policies.easy import EasyWalk
 from simsched.policies.queue import QueueScheduler
 from simsched.policies.reservations import reserving_walk
 from tests.test_queue_walk import FLEET, ordering, workload
@@ -21,17 +21,19 @@ from tests.test_queue_walk import FLEET, ordering, workload
 ORDERINGS_CHECKED = ("fifo", "sjf", "srsf", "edf", "hrrn", "gp")
 
 
-def checked_walk(calls: list[int]):
-    """easy_walk that asserts, at every decision, the reference walk's starts and reservations."""
+class CheckedWalk(EasyWalk):
+    """EasyWalk that asserts, at every decision, the reference walk's starts and reservations;
+    ``calls`` gets each decision's (reservations made, jobs walked again after a resume)."""
 
-    def walk(ordered, clusters, view, placement, book):
-        want = reserving_walk(ordered, clusters, view, placement, 1)
-        got = easy_walk(ordered, clusters, view, placement, book)
+    calls: list[tuple[int, bool]] = []
+
+    def __call__(self, ordered, cluster_of, view, placement, resumable=False):
+        want = reserving_walk(ordered, [cluster_of(job, view) for job in ordered], view, placement, 1)
+        resumed = self._resume is not None and resumable and self._resume.holds_for(view, ordered)
+        got = super().__call__(ordered, cluster_of, view, placement, resumable)
         assert got == want, view.now
-        calls.append(len(got[1]))
+        CheckedWalk.calls.append((len(got[1]), resumed))
         return got
-
-    return walk
 
 
 def _scheduler(name: str, placement: str, allocation: str) -> QueueScheduler:
@@ -51,11 +53,11 @@ def _events(scheduler, jobs, heterogeneous: bool):
        st.sampled_from(sorted(ALLOCATIONS)), st.booleans())
 def test_fast_easy_walk_equals_the_reference_at_every_decision(seed, name, placement, allocation, heterogeneous):
     jobs = workload(seed, 50)
-    calls: list[int] = []
+    CheckedWalk.calls = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(queue_module, "easy_walk", checked_walk(calls))
+        patch.setattr(queue_module, "EasyWalk", CheckedWalk)
         _events(_scheduler(name, placement, allocation), jobs, heterogeneous)
-    assert calls  # the fast walk ran (easy with depth 1 takes it)
+    assert CheckedWalk.calls  # the fast walk ran (easy with depth 1 takes it)
 
 
 def test_fast_and_reference_runs_give_the_same_event_log(monkeypatch):
@@ -64,7 +66,7 @@ def test_fast_and_reference_runs_give_the_same_event_log(monkeypatch):
     fast = _events(_scheduler("fifo", "best_fit", "home"), jobs, True)
     monkeypatch.setattr(QueueScheduler, "fast_easy", False)
     reference_scheduler = _scheduler("fifo", "best_fit", "home")
-    assert reference_scheduler._running_ends is None
+    assert reference_scheduler._easy is None
     assert _events(reference_scheduler, jobs, True) == fast
 
 
@@ -73,10 +75,21 @@ def test_a_scheduler_reused_on_a_second_run_rebuilds_its_running_ends():
     jobs = workload(4, 120)
     scheduler = _scheduler("sjf", "first_fit", "home")
     _events(scheduler, jobs, True)
-    calls: list[int] = []
+    CheckedWalk.calls = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(queue_module, "easy_walk", checked_walk(calls))
+        patch.setattr(queue_module, "EasyWalk", CheckedWalk)
         again = _scheduler("sjf", "first_fit", "home")
-        again._running_ends = scheduler._running_ends  # what the first run left
+        again._easy.running_ends = scheduler._easy.running_ends  # what the first run left
         _events(again, jobs, True)
-    assert any(calls)  # reservations were made and checked
+    assert any(reserved for reserved, _ in CheckedWalk.calls)  # reservations were made and checked
+
+
+def test_walks_are_resumed_after_arrivals_only():
+    """FIFO on a loaded fleet: many decisions resume the walk before (only arrivals since a walk
+    that started nothing), each checked against the reference's full walk."""
+    CheckedWalk.calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queue_module, "EasyWalk", CheckedWalk)
+        _events(_scheduler("fifo", "best_fit", "home"), workload(23, 300), True)
+    resumed = sum(1 for _, again in CheckedWalk.calls if again)
+    assert 0.1 * len(CheckedWalk.calls) < resumed < len(CheckedWalk.calls)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from simsched.policies.base import JobView, SchedulerView
 from simsched.policies.placement import Placement
@@ -201,63 +201,113 @@ def _reserve(job: JobView, cluster: int | None, groups: dict, placement: Placeme
                         slots[k] += (old + share) // per_worker - old // per_worker
 
 
-def easy_walk(ordered: Sequence[JobView], clusters: Sequence[int | None], view: SchedulerView,
-              placement: Placement, book: RunningEnds) -> tuple[list[tuple[str, tuple[int, ...]]],
-                                                               list[tuple[str, float, tuple[int, ...]]]]:
-    """:func:`~simsched.policies.reservations.reserving_walk` with ``depth`` 1, the same starts and
-    reservations; ``book`` learns this walk's starts."""
-    groups = view.fleet.groups
-    now = view.now
-    first = book.sync(view)
-    starts: list[tuple[str, tuple[int, ...]]] = []
-    started: list[JobView] = []
-    reservations: list[tuple[str, float, tuple[int, ...]]] = []
-    free = list(view.free)  # the GPUs free at this instant: the profile's value now, less zero_runs
-    zero_runs: list[Release] = []  # this walk's starts that end now: the profile never holds them
-    walk_ends: list[Release] = []  # this walk's starts that end after now
-    reservation: _Reservation | None = None
-    # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too)
-    failed_now: dict[tuple, float] = {}
-    for job, cluster in zip(ordered, clusters):
-        shape = (cluster, id(job.options), job.workers)
-        work = view.remaining_time(job)
-        if work >= failed_now.get(shape, math.inf):
-            found = None
-            if reservations:
-                continue
+class _Resume:
+    """What a walk that started nothing leaves for the next one (see :class:`EasyWalk`)."""
+
+    __slots__ = ("now", "free", "length", "last", "failed_now", "reservations", "reservation")
+
+    def __init__(self, now: float, free: Sequence[int], ordered: Sequence[JobView], failed_now: dict,
+                 reservations: list, reservation: _Reservation | None) -> None:
+        self.now = now
+        self.free = free
+        self.length = len(ordered)
+        self.last = ordered[-1] if ordered else None
+        self.failed_now = failed_now
+        self.reservations = reservations
+        self.reservation = reservation
+
+    def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
+        """Whether only arrivals came since, all sorting after the jobs that walk saw."""
+        return (view.now >= self.now and view.free == self.free and len(ordered) >= self.length
+                and (self.length == 0 or ordered[self.length - 1] is self.last))
+
+
+class EasyWalk:
+    """:func:`~simsched.policies.reservations.reserving_walk` with ``depth`` 1: the same starts and
+    reservations, for one scheduler's decisions in turn (it keeps the running jobs' ends).
+
+    A walk that starts nothing is resumed by the next one when only arrivals came in between and
+    they all sort after the jobs it saw (``resumable``: a static ordering and allocation): the same
+    GPUs are free and the same jobs run, so every job it saw fails again (the window of a later
+    start reaches the same reservation or further, with no more capacity; every built-in
+    placement fits only where it would fit on more), the reservation is the same, and only the
+    new jobs are walked.
+    """
+
+    def __init__(self) -> None:
+        self.running_ends = RunningEnds()
+        self._resume: _Resume | None = None
+
+    def __call__(self, ordered: Sequence[JobView], cluster_of: Callable[[JobView, SchedulerView], int | None],
+                 view: SchedulerView, placement: Placement,
+                 resumable: bool = False) -> tuple[list[tuple[str, tuple[int, ...]]],
+                                                   list[tuple[str, float, tuple[int, ...]]]]:
+        """Starts [(job_id, nodes)] and reservations [(job_id, time, nodes)] of the walk over ``ordered``
+        (key order); ``cluster_of(job, view)`` is the job's cluster (None: any), asked once per job in
+        order (the allocation's ``cluster_for``)."""
+        book = self.running_ends
+        groups = view.fleet.groups
+        now = view.now
+        first = book.sync(view)
+        starts: list[tuple[str, tuple[int, ...]]] = []
+        started: list[JobView] = []
+        free = list(view.free)  # the GPUs free at this instant: the profile's value now, less zero_runs
+        zero_runs: list[Release] = []  # this walk's starts that end now: the profile never holds them
+        walk_ends: list[Release] = []  # this walk's starts that end after now
+        resume, self._resume = self._resume, None
+        begin = 0
+        if resumable and resume is not None and resume.holds_for(view, ordered):
+            begin = resume.length
+            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too)
+            failed_now: dict[tuple, float] = resume.failed_now
+            reservations: list[tuple[str, float, tuple[int, ...]]] = resume.reservations
+            reservation: _Reservation | None = resume.reservation
         else:
-            found = _fit(job, cluster, groups, placement, free, reservation, view)
-        if found is None:
-            failed_now[shape] = min(failed_now.get(shape, math.inf), work)
-        else:
-            nodes, share, run = found
-            end = now + run
-            for n in nodes:
-                free[n] -= share
-            if end > now:
-                walk_ends.append((end, nodes, share))
-                if reservation is not None and reservation.least and end > reservation.at:
-                    least = reservation.least
-                    for n in nodes:
-                        if n in least:
-                            least[n] -= share
+            failed_now, reservations, reservation = {}, [], None
+        for index in range(begin, len(ordered)):
+            job = ordered[index]
+            cluster = cluster_of(job, view)
+            shape = (cluster, id(job.options), job.workers)
+            work = view.remaining_time(job)
+            if work >= failed_now.get(shape, math.inf):
+                found = None
+                if reservations:
+                    continue
             else:
-                zero_runs.append((end, nodes, share))
-            starts.append((job.job_id, nodes))
-            started.append(job)
-            continue
-        if not reservations:
-            slot = _reserve(job, cluster, groups, placement, free, list(zero_runs), walk_ends, book, first, view)
-            if slot is not None:
-                at, nodes, share, run, value = slot
-                reservations.append((job.job_id, at, nodes))
-                least: dict[int, int] = {}
-                if at + run > at:  # an empty run reserves nothing
-                    for n in nodes:
-                        least[n] = least.get(n, value[n]) - share
-                reservation = _Reservation(at, least)
-    book.started(started)
-    return starts, reservations
+                found = _fit(job, cluster, groups, placement, free, reservation, view)
+            if found is None:
+                failed_now[shape] = min(failed_now.get(shape, math.inf), work)
+            else:
+                nodes, share, run = found
+                end = now + run
+                for n in nodes:
+                    free[n] -= share
+                if end > now:
+                    walk_ends.append((end, nodes, share))
+                    if reservation is not None and reservation.least and end > reservation.at:
+                        least = reservation.least
+                        for n in nodes:
+                            if n in least:
+                                least[n] -= share
+                else:
+                    zero_runs.append((end, nodes, share))
+                starts.append((job.job_id, nodes))
+                started.append(job)
+                continue
+            if not reservations:
+                slot = _reserve(job, cluster, groups, placement, free, list(zero_runs), walk_ends, book, first, view)
+                if slot is not None:
+                    at, nodes, share, run, value = slot
+                    reservations.append((job.job_id, at, nodes))
+                    least: dict[int, int] = {}
+                    if at + run > at:  # an empty run reserves nothing
+                        for n in nodes:
+                            least[n] = least.get(n, value[n]) - share
+                    reservation = _Reservation(at, least)
+        book.started(started)
+        if resumable and not starts:
+            self._resume = _Resume(now, view.free, ordered, failed_now, reservations, reservation)
+        return starts, list(reservations)
 
 
-__all__ = ["RunningEnds", "easy_walk"]
+__all__ = ["EasyWalk", "RunningEnds"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
-from simsched.policies.easy import RunningEnds, easy_walk
+from simsched.policies.easy import EasyWalk
 from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 from simsched.policies.reservations import reserving_walk
@@ -248,7 +248,7 @@ class QueueScheduler:
         self.reserve = reserve
         self.reserve_depth = math.inf if reserve == "conservative" else reserve_depth
         # easy with one reservation: the fast walk (simsched.policies.easy), same decisions
-        self._running_ends = RunningEnds() if reserve == "easy" and reserve_depth == 1 and self.fast_easy else None
+        self._easy = EasyWalk() if reserve == "easy" and reserve_depth == 1 and self.fast_easy else None
         self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
         self._vector = getattr(ordering, "vector", None) if not ordering.static else None
         # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
@@ -450,12 +450,14 @@ class QueueScheduler:
         ordered = self.ordered_queue(view)
         if self._plans:
             self.allocation.prepare(view, ordered)
-        if self.reserve != "none":
+        if self._easy is not None:
+            # resumable: the order of the jobs queued so far and their clusters change only by arrivals
+            starts, _ = self._easy(ordered, self.allocation.cluster_for, view, self.placement,
+                                   self.ordering.static and not self._plans)
+            decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
+        elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
-            if self._running_ends is not None:
-                starts, _ = easy_walk(ordered, clusters, view, self.placement, self._running_ends)
-            else:
-                starts, _ = reserving_walk(ordered, clusters, view, self.placement, self.reserve_depth)
+            starts, _ = reserving_walk(ordered, clusters, view, self.placement, self.reserve_depth)
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         else:
             signature_of = {job.job_id: self._signature(job, view) for job in ordered}
