@@ -1,21 +1,22 @@
-"""EASY backfilling with one reservation, without a profile array: the fast path of
-:func:`simsched.policies.reservations.reserving_walk` for ``backfill = "easy"`` and
-``reserve_depth = 1`` (docs/engine.md "Backfill modes"; the reference walk stays the
-definition, and tests/test_easy_fast.py checks both give the same decisions).
+"""Backfilling with reservations without a profile array: the fast path of
+:func:`simsched.policies.reservations.reserving_walk` (``backfill = "easy"`` with any
+``reserve_depth``, and ``"conservative"``; docs/engine.md "Backfill modes"). The reference
+walk stays the definition; tests/test_easy_fast.py checks at every decision of random runs
+that both give the same starts and reservations.
 
-Why the reference's profile is not needed with one reservation. The profile is the free
-milli-GPUs of every node over time. Before the walk reserves anything, it is the GPUs free
-now, plus each running job's release at its end, minus each job started in this walk until
-its end: it never decreases over time. So a window [t, t + run) has its least free
-capacity at t: a job fits now exactly when it fits in the GPUs left now, and the
-reservation is the first breakpoint t (now, a running job's end, or the end of a job this
-walk started) at which it fits in the profile's values at t, which one scan over the
-releases in time order gives. Once the job at ``t_s`` is reserved on nodes R, the profile is
-that non-decreasing function minus the reservation over [t_s, t_s + run); over a window
-[now, e) that reaches it, a node's least free capacity is the smaller of its value now and
-its value at t_s minus the reservation (elsewhere the function only grows). Only the nodes of
-R differ from the GPUs left now, so a later job's check is a copy of one list and a few
-``min``. This is the classic EASY test (a backfilled job ends by the shadow time, or uses
+Why the reference's profile array is not needed. The profile is the free milli-GPUs of every
+node over time. Before the walk reserves anything, it is the GPUs free now, plus each running
+job's release at its end, minus each job started in this walk until its end: it never
+decreases over time. So a window [t, t + run) has its least free capacity at t: a job fits
+now exactly when it fits in the GPUs left now, and a reservation is the first breakpoint t
+(now, a running job's end, or the end of a job this walk started) at which the job fits in
+the profile's values at t, which one scan over the releases in time order gives. Each
+reservation then takes its nodes' GPUs over [at, at + run): the profile decreases only where
+a reservation starts, and only on that reservation's nodes. So over a window [s, e), a
+node's least free capacity is its value at s or at the start of one of its reservations in
+(s, e): each reservation keeps its nodes' values at its start (updated as later starts and
+reservations take GPUs then), and a check is a copy of one list and a few ``min``. With one
+reservation this is the classic EASY test (a backfilled job ends by the shadow time, or uses
 only GPUs spare at the shadow time), node by node, with the placement rule choosing on it.
 
 The running jobs' releases are kept sorted between decisions (:class:`RunningEnds`): each
@@ -24,10 +25,9 @@ reading every running job again.
 
 Two details of the reference are kept exactly: a start whose end equals now (zero run time)
 holds its GPUs at this instant only (later jobs of the walk cannot have them now; the profile
-after now never holds them); and every placement call is hypothetical (round robin's pointer
-is restored). The reservation scan calls the placement
-only at breakpoints where the group has a slot per worker, which every placement that does
-not over-allocate needs.
+after now never holds them); and every placement call is a trial (round robin's pointer is
+restored). The reservation scan calls the placement only at breakpoints where the group has
+a slot per worker, which every placement that does not over-allocate needs.
 """
 
 from __future__ import annotations
@@ -99,122 +99,204 @@ class RunningEnds:
         return bisect_right(self.ends, now)
 
 
-def _hypothetical(placement: Placement, nodes: Sequence[int], per_worker: int, workers: int,
-                  free: list[int]) -> tuple[int, ...] | None:
-    """The placement rule's nodes on ``free`` (a scratch copy the call may change); a stateful
-    rule such as round robin keeps its pointer as it was (as reservations._place)."""
-    pointer = getattr(placement, "_pointer", None)
-    saved = dict(pointer) if pointer is not None else None
-    chosen = placement(nodes, per_worker, workers, free)
-    if saved is not None:
+def hypothetical(placement: Placement) -> Placement:
+    """``placement`` for trial calls on scratch lists: a stateful rule such as round robin keeps its
+    pointer as it was after each call (as reservations._place); a stateless one is itself."""
+    if getattr(placement, "_pointer", None) is None:
+        return placement
+
+    def trial(nodes: Sequence[int], per_worker: int, workers: int, free: list[int]) -> tuple[int, ...] | None:
+        saved = dict(placement._pointer)  # type: ignore[attr-defined]
+        chosen = placement(nodes, per_worker, workers, free)
         placement._pointer = saved  # type: ignore[attr-defined]
-    return chosen
+        return chosen
+
+    return trial
 
 
 class _Reservation:
-    """The one reservation: its start ``at`` (after now: the job did not fit now) and, for each
-    node it holds GPUs of over a non-empty run, that node's free milli-GPUs at ``at`` with the
-    reservation taken out."""
+    """A reservation over a non-empty run [at, end) (after now: the job did not fit now), one
+    ``share`` per entry of ``nodes``; ``least``: each of its nodes' free milli-GPUs in the profile
+    at ``at`` (this reservation and everything else held then taken out)."""
 
-    __slots__ = ("at", "least")
+    __slots__ = ("at", "end", "nodes", "share", "least")
 
-    def __init__(self, at: float, least: dict[int, int]) -> None:
+    def __init__(self, at: float, end: float, nodes: tuple[int, ...], share: int, least: dict[int, int]) -> None:
         self.at = at
+        self.end = end
+        self.nodes = nodes
+        self.share = share
         self.least = least
 
 
-def _fit(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
-         reservation: _Reservation | None, view: SchedulerView) -> tuple[tuple[int, ...], int, float] | None:
-    """(nodes, share per worker, run time) of ``job`` started now, fastest GPU type first, when
-    it fits over its whole run; None when it does not. ``free``: the GPUs free at this instant."""
-    now = view.now
-    for option in job.options:
-        if cluster is not None and option.cluster != cluster:
-            continue
-        run = view.remaining_time(job, option.speed)
-        scratch = free[:]
-        # the window [now, now + run) reaches the reservation when it starts before the window ends
-        if reservation is not None and reservation.least and reservation.at < now + run:
+class _Plan:
+    """One walk's profile, without the array: the GPUs free at this instant, this walk's starts and
+    its reservations (the running jobs' ends are in the :class:`RunningEnds`).
+
+    The profile after now is the free GPUs plus every release (a running job's or this walk's
+    start's end) up to t, less the reservations holding at t: it decreases only where a
+    reservation starts, and only on its nodes. So a node's least free capacity over a window
+    [s, e) is its value at s, or at the start of one of its reservations inside the window.
+    """
+
+    __slots__ = ("now", "free", "zero_runs", "walk_ends", "booked", "booked_at", "made")
+
+    def __init__(self, now: float, free: list[int]) -> None:
+        self.now = now
+        self.free = free  # at this instant: the profile's value now less the zero runs
+        self.zero_runs: list[Release] = []  # starts that end now: the profile after now never holds them
+        self.walk_ends: list[Release] = []  # starts that end after now
+        self.booked: list[_Reservation] = []  # by start time
+        self.booked_at: list[float] = []
+        self.made: list[tuple[str, float, tuple[int, ...]]] = []  # every reservation (job_id, time, nodes)
+
+    def _least(self, values: list[int], after: float, before: float) -> list[int]:
+        """``values`` (a copy) lowered to each reserved node's value at the start of its
+        reservations that start in (after, before)."""
+        scratch = values[:]
+        booked = self.booked
+        for i in range(bisect_right(self.booked_at, after), len(booked)):
+            reservation = booked[i]
+            if reservation.at >= before:
+                break
             for n, least in reservation.least.items():
                 if least < scratch[n]:
                     scratch[n] = least
-        chosen = _hypothetical(placement, groups[option.cluster, option.gpu_type], option.per_worker, job.workers,
-                               scratch)
-        if chosen is not None:
-            return chosen, option.per_worker, run
-    return None
+        return scratch
 
+    def fit_now(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
+                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | None:
+        """(nodes, share per worker, run time) of ``job`` started now, fastest GPU type first, when
+        it fits over its whole run; None when it does not."""
+        now = self.now
+        for option in job.options:
+            if cluster is not None and option.cluster != cluster:
+                continue
+            run = view.remaining_time(job, option.speed)
+            scratch = self._least(self.free, now, now + run) if self.booked else self.free[:]
+            chosen = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, scratch)
+            if chosen is not None:
+                return chosen, option.per_worker, run
+        return None
 
-def _reserve(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
-             zero_runs: list[Release], walk_ends: list[Release], book: RunningEnds, first: int,
-             view: SchedulerView) -> tuple[float, tuple[int, ...], int, float, list[int]] | None:
-    """The earliest breakpoint t at which ``job`` fits, scanning the non-decreasing profile in
-    time order from ``free`` (the GPUs free at this instant; the starts in ``zero_runs`` give
-    theirs back right after now): (t, nodes, share, run time, the profile's value at t); None
-    when it fits at none."""
-    now = view.now
-    workers = job.workers
-    options = []  # (group key, nodes, per worker, run time)
-    for option in job.options:
-        if cluster is None or option.cluster == cluster:
-            key = (option.cluster, option.gpu_type)
-            options.append((key, groups[key], option.per_worker, view.remaining_time(job, option.speed)))
-    value = free[:]
-    # slots per option: workers of its size that fit on its group's nodes (a placement needs one each)
-    slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
-    node_group = book.node_group
-    ends, releases = book.ends, book.releases
-    walk_ends = sorted(walk_ends, key=lambda release: release[0])
-    i, j = first, 0
-    t = now
-    pending = zero_runs  # released with the first breakpoint after now
-    while True:
-        for k, (_, nodes, per_worker, run) in enumerate(options):
-            if slots[k] >= workers:
-                chosen = _hypothetical(placement, nodes, per_worker, workers, value[:])
-                if chosen is not None:
-                    return t, chosen, per_worker, run, value
-        # the next breakpoint: every release (running or started in this walk) at the next end
-        next_running = ends[i] if i < len(ends) else math.inf
-        next_walk = walk_ends[j][0] if j < len(walk_ends) else math.inf
-        t = min(next_running, next_walk)
-        if t == math.inf:
-            return None
-        while True:
-            if pending:
-                release = pending.pop()
-            elif i < len(ends) and ends[i] == t:
-                release = releases[i]
-                i += 1
-            elif j < len(walk_ends) and walk_ends[j][0] == t:
-                release = walk_ends[j]
-                j += 1
-            else:
+    def start(self, nodes: tuple[int, ...], share: int, run: float) -> None:
+        """Take a start now out of the profile."""
+        end = self.now + run
+        free = self.free
+        for n in nodes:
+            free[n] -= share
+        if not end > self.now:
+            self.zero_runs.append((end, nodes, share))
+            return
+        self.walk_ends.append((end, nodes, share))
+        for reservation in self.booked:  # it holds its nodes at each reservation's start before its end
+            if reservation.at >= end:
                 break
-            _, nodes_released, share = release
-            for n in nodes_released:
-                old = value[n]
-                value[n] = old + share
-                group = node_group[n]
-                for k, (key, _, per_worker, _) in enumerate(options):
-                    if key == group:
-                        slots[k] += (old + share) // per_worker - old // per_worker
+            least = reservation.least
+            for n in nodes:
+                if n in least:
+                    least[n] -= share
+
+    def reserve(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
+                view: SchedulerView, running: RunningEnds, first: int) -> None:
+        """Reserve ``job`` at the earliest breakpoint where it fits over its whole run, if any."""
+        slot = self._scan(job, cluster, groups, placement, view, running, first)
+        if slot is None:
+            return
+        at, nodes, share, run, value = slot
+        self.made.append((job.job_id, at, nodes))
+        end = at + run
+        if not end > at:  # an empty run reserves nothing
+            return
+        for reservation in self.booked:  # it holds its nodes at the start of the reservations it spans
+            if reservation.at >= end:
+                break
+            if reservation.at >= at:
+                least = reservation.least
+                for n in nodes:
+                    if n in least:
+                        least[n] -= share
+        least_here: dict[int, int] = {}
+        for n in nodes:
+            least_here[n] = least_here.get(n, value[n]) - share
+        i = bisect_right(self.booked_at, at)
+        self.booked_at.insert(i, at)
+        self.booked.insert(i, _Reservation(at, end, nodes, share, least_here))
+
+    def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
+              view: SchedulerView, running: RunningEnds,
+              first: int) -> tuple[float, tuple[int, ...], int, float, list[int]] | None:
+        """The earliest breakpoint t (now, a release, a reservation's start or end) at which ``job``
+        fits over its whole run: (t, nodes, share, run time, the profile's value at t); None when it
+        fits at none. Walks the profile's changes in time order, from the GPUs free at this instant."""
+        now = self.now
+        workers = job.workers
+        options = []  # (group key, nodes, per worker, run time)
+        for option in job.options:
+            if cluster is None or option.cluster == cluster:
+                key = (option.cluster, option.gpu_type)
+                options.append((key, groups[key], option.per_worker, view.remaining_time(job, option.speed)))
+        value = self.free[:]
+        # slots per option: workers of its size that fit on its group's nodes at t (a placement needs one
+        # each, and the window's least is no more than the value at t)
+        slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
+        node_group = running.node_group
+        ends, releases = running.ends, running.releases
+        # this walk's changes after now, in time order: its starts' ends and its reservations
+        changes = list(self.walk_ends)
+        for reservation in self.booked:
+            changes.append((reservation.at, reservation.nodes, -reservation.share))
+            if math.isfinite(reservation.end):
+                changes.append((reservation.end, reservation.nodes, reservation.share))
+        changes.sort(key=lambda change: change[0])
+        i, j = first, 0
+        t = now
+        pending = list(self.zero_runs)  # given back with the first breakpoint after now
+        while True:
+            for k, (_, nodes, per_worker, run) in enumerate(options):
+                if slots[k] >= workers:
+                    scratch = self._least(value, t, t + run) if self.booked else value[:]
+                    chosen = placement(nodes, per_worker, workers, scratch)
+                    if chosen is not None:
+                        return t, chosen, per_worker, run, value
+            next_running = ends[i] if i < len(ends) else math.inf
+            next_change = changes[j][0] if j < len(changes) else math.inf
+            t = min(next_running, next_change)
+            if t == math.inf:
+                return None
+            while True:  # every change at t
+                if pending:
+                    change = pending.pop()
+                elif i < len(ends) and ends[i] == t:
+                    change = releases[i]
+                    i += 1
+                elif j < len(changes) and changes[j][0] == t:
+                    change = changes[j]
+                    j += 1
+                else:
+                    break
+                _, changed, share = change
+                for n in changed:
+                    old = value[n]
+                    value[n] = old + share
+                    group = node_group[n]
+                    for k, (key, _, per_worker, _) in enumerate(options):
+                        if key == group:
+                            slots[k] += (old + share) // per_worker - old // per_worker
 
 
 class _Resume:
-    """What a walk that started nothing leaves for the next one (see :class:`EasyWalk`)."""
+    """What a walk that started nothing leaves for the next one (see :class:`ReservingWalk`)."""
 
-    __slots__ = ("now", "free", "length", "last", "failed_now", "reservations", "reservation")
+    __slots__ = ("now", "free", "length", "last", "failed_now", "plan")
 
-    def __init__(self, now: float, free: Sequence[int], ordered: Sequence[JobView], failed_now: dict,
-                 reservations: list, reservation: _Reservation | None) -> None:
-        self.now = now
-        self.free = free
+    def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan) -> None:
+        self.now = view.now
+        self.free = view.free
         self.length = len(ordered)
         self.last = ordered[-1] if ordered else None
         self.failed_now = failed_now
-        self.reservations = reservations
-        self.reservation = reservation
+        self.plan = plan
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
         """Whether only arrivals came since, all sorting after the jobs that walk saw."""
@@ -222,19 +304,21 @@ class _Resume:
                 and (self.length == 0 or ordered[self.length - 1] is self.last))
 
 
-class EasyWalk:
-    """:func:`~simsched.policies.reservations.reserving_walk` with ``depth`` 1: the same starts and
-    reservations, for one scheduler's decisions in turn (it keeps the running jobs' ends).
+class ReservingWalk:
+    """:func:`~simsched.policies.reservations.reserving_walk` with reservations for the first
+    ``depth`` jobs that cannot start (``easy``: ``reserve_depth``; ``conservative``: all): the same
+    starts and reservations, for one scheduler's decisions in turn (it keeps the running jobs' ends).
 
     A walk that starts nothing is resumed by the next one when only arrivals came in between and
     they all sort after the jobs it saw (``resumable``: a static ordering and allocation): the same
     GPUs are free and the same jobs run, so every job it saw fails again (the window of a later
-    start reaches the same reservation or further, with no more capacity; every built-in
-    placement fits only where it would fit on more), the reservation is the same, and only the
+    start reaches the same reservations or more, with no more capacity; every built-in
+    placement fits only where it would fit on more), the reservations are the same, and only the
     new jobs are walked.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, depth: float = 1) -> None:
+        self.depth = depth
         self.running_ends = RunningEnds()
         self._resume: _Resume | None = None
 
@@ -245,69 +329,48 @@ class EasyWalk:
         """Starts [(job_id, nodes)] and reservations [(job_id, time, nodes)] of the walk over ``ordered``
         (key order); ``cluster_of(job, view)`` is the job's cluster (None: any), asked once per job in
         order (the allocation's ``cluster_for``)."""
-        book = self.running_ends
+        running = self.running_ends
+        first = running.sync(view)
         groups = view.fleet.groups
-        now = view.now
-        first = book.sync(view)
+        depth = self.depth
+        placement = hypothetical(placement)  # every placement below is a trial on a scratch list
+        remaining_time = view.remaining_time
         starts: list[tuple[str, tuple[int, ...]]] = []
         started: list[JobView] = []
-        free = list(view.free)  # the GPUs free at this instant: the profile's value now, less zero_runs
-        zero_runs: list[Release] = []  # this walk's starts that end now: the profile never holds them
-        walk_ends: list[Release] = []  # this walk's starts that end after now
         resume, self._resume = self._resume, None
-        begin = 0
         if resumable and resume is not None and resume.holds_for(view, ordered):
-            begin = resume.length
-            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too)
-            failed_now: dict[tuple, float] = resume.failed_now
-            reservations: list[tuple[str, float, tuple[int, ...]]] = resume.reservations
-            reservation: _Reservation | None = resume.reservation
+            begin, failed_now, plan = resume.length, resume.failed_now, resume.plan
+            plan.now = view.now
         else:
-            failed_now, reservations, reservation = {}, [], None
+            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too)
+            failed_now: dict[tuple, float] = {}
+            begin, plan = 0, _Plan(view.now, list(view.free))
+        made = plan.made
+        fit_now = plan.fit_now
         for index in range(begin, len(ordered)):
             job = ordered[index]
             cluster = cluster_of(job, view)
             shape = (cluster, id(job.options), job.workers)
-            work = view.remaining_time(job)
+            work = remaining_time(job)
             if work >= failed_now.get(shape, math.inf):
                 found = None
-                if reservations:
+                if len(made) >= depth:
                     continue
             else:
-                found = _fit(job, cluster, groups, placement, free, reservation, view)
+                found = fit_now(job, cluster, groups, placement, view)
             if found is None:
                 failed_now[shape] = min(failed_now.get(shape, math.inf), work)
-            else:
-                nodes, share, run = found
-                end = now + run
-                for n in nodes:
-                    free[n] -= share
-                if end > now:
-                    walk_ends.append((end, nodes, share))
-                    if reservation is not None and reservation.least and end > reservation.at:
-                        least = reservation.least
-                        for n in nodes:
-                            if n in least:
-                                least[n] -= share
-                else:
-                    zero_runs.append((end, nodes, share))
-                starts.append((job.job_id, nodes))
-                started.append(job)
+                if len(made) < depth:
+                    plan.reserve(job, cluster, groups, placement, view, running, first)
                 continue
-            if not reservations:
-                slot = _reserve(job, cluster, groups, placement, free, list(zero_runs), walk_ends, book, first, view)
-                if slot is not None:
-                    at, nodes, share, run, value = slot
-                    reservations.append((job.job_id, at, nodes))
-                    least: dict[int, int] = {}
-                    if at + run > at:  # an empty run reserves nothing
-                        for n in nodes:
-                            least[n] = least.get(n, value[n]) - share
-                    reservation = _Reservation(at, least)
-        book.started(started)
+            nodes, share, run = found
+            plan.start(nodes, share, run)
+            starts.append((job.job_id, nodes))
+            started.append(job)
+        running.started(started)
         if resumable and not starts:
-            self._resume = _Resume(now, view.free, ordered, failed_now, reservations, reservation)
-        return starts, list(reservations)
+            self._resume = _Resume(view, ordered, failed_now, plan)
+        return starts, list(made)
 
 
-__all__ = ["EasyWalk", "RunningEnds"]
+__all__ = ["ReservingWalk", "RunningEnds"]

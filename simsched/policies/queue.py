@@ -27,7 +27,7 @@ import numpy as np
 
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
-from simsched.policies.easy import EasyWalk
+from simsched.policies.easy import ReservingWalk
 from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 from simsched.policies.reservations import reserving_walk
@@ -235,8 +235,8 @@ class ColumnBucket:
 class QueueScheduler:
     """Order the queue, then place each job on the fastest GPU type that fits in its cluster."""
 
-    #: False: ``easy`` with depth 1 takes the reference walk (reservations.reserving_walk), for tests
-    fast_easy = True
+    #: False: ``easy`` and ``conservative`` take the reference walk (reservations.reserving_walk), for tests
+    fast_reservations = True
 
     def __init__(self, ordering: Ordering, placement: Placement, allocation: Allocation,
                  backfill: bool = True, reserve: str = "none", reserve_depth: int = 1) -> None:
@@ -247,8 +247,9 @@ class QueueScheduler:
         # "easy" / "conservative": backfilling with reservations (simsched.policies.reservations)
         self.reserve = reserve
         self.reserve_depth = math.inf if reserve == "conservative" else reserve_depth
-        # easy with one reservation: the fast walk (simsched.policies.easy), same decisions
-        self._easy = EasyWalk() if reserve == "easy" and reserve_depth == 1 and self.fast_easy else None
+        # the walk with reservations without a profile array (simsched.policies.easy): same decisions
+        self._reserving = (ReservingWalk(self.reserve_depth) if reserve != "none" and self.fast_reservations
+                           else None)
         self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
         self._vector = getattr(ordering, "vector", None) if not ordering.static else None
         # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
@@ -450,10 +451,10 @@ class QueueScheduler:
         ordered = self.ordered_queue(view)
         if self._plans:
             self.allocation.prepare(view, ordered)
-        if self._easy is not None:
+        if self._reserving is not None:
             # resumable: the order of the jobs queued so far and their clusters change only by arrivals
-            starts, _ = self._easy(ordered, self.allocation.cluster_for, view, self.placement,
-                                   self.ordering.static and not self._plans)
+            starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
+                                        self.ordering.static and not self._plans)
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]

@@ -46,10 +46,12 @@ def job_specs(rows) -> list[JobSpec]:
     return [JobSpec(str(i), s, d, float(g), 1) for i, (s, d, g) in enumerate(rows)]
 
 
-def run_simsched(specs: list[JobSpec], nodes: int, backfill: bool, reserve: str = "none") -> list[float]:
+def run_simsched(specs: list[JobSpec], nodes: int, backfill: bool, reserve: str = "none",
+                 reserve_depth: int = 1) -> list[float]:
     """Engine construction (job records, SimPy processes) and the run, fifo + best_fit."""
     fleet = Fleet((ClusterSpec("c0", (NodeGroup(nodes, 8, "V100"),)),), builtin_gpu_types())
-    scheduler = QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home(), backfill, reserve=reserve)
+    scheduler = QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), Home(), backfill, reserve=reserve,
+                               reserve_depth=reserve_depth)
     engine = Engine(fleet, specs, scheduler, EngineConfig())
     engine.run()
     return engine.jobs.first_start.tolist()  # the store's column: no record rebuilt per job (timed)
@@ -102,6 +104,7 @@ def main() -> int:
     p.add_argument("--reserve", choices=("easy", "conservative"),
                    help="also time simsched with this backfill mode (reservations) on the same workload, "
                         "against simsched's greedy backfill and the heapq loop (start times differ by design)")
+    p.add_argument("--reserve-depth", type=int, default=1, help="with --reserve easy: reservations per walk")
     p.add_argument("--repeat", type=int, default=1,
                    help="with --reserve: rounds of greedy then the reservation mode, interleaved (default 1)")
     p.add_argument("--json", action="store_true")
@@ -140,13 +143,13 @@ def reserve_ratio(args) -> int:
     process: wall and CPU time (process_time) per round; the ratio is of each round's CPU times."""
     rows = workload(args.jobs, args.nodes, args.load)
     specs = job_specs(rows)
-    run_simsched(job_specs(rows[:2000]), args.nodes, True, args.reserve)  # warm-up
+    run_simsched(job_specs(rows[:2000]), args.nodes, True, args.reserve, args.reserve_depth)  # warm-up
     rounds = []
     for _ in range(args.repeat):
         wall0, cpu0 = time.perf_counter(), time.process_time()
         greedy = run_simsched(specs, args.nodes, True)
         wall1, cpu1 = time.perf_counter(), time.process_time()
-        reserved = run_simsched(specs, args.nodes, True, args.reserve)
+        reserved = run_simsched(specs, args.nodes, True, args.reserve, args.reserve_depth)
         wall2, cpu2 = time.perf_counter(), time.process_time()
         rounds.append({"greedy_s": wall1 - wall0, "reserve_s": wall2 - wall1,
                        "greedy_cpu_s": cpu1 - cpu0, "reserve_cpu_s": cpu2 - cpu1,
@@ -161,7 +164,7 @@ def reserve_ratio(args) -> int:
     greedy_waits = np.array(greedy) - np.array([r[0] for r in rows])
     best = min(rounds, key=lambda r: r["reserve_cpu_s"])
     best_greedy = min(r["greedy_cpu_s"] for r in rounds)
-    result = {"jobs": args.jobs, "mode": args.reserve, "warm": True, "rounds": rounds, "heapq_s": t3 - t2,
+    result = {"jobs": args.jobs, "mode": args.reserve, "reserve_depth": args.reserve_depth, "warm": True, "rounds": rounds, "heapq_s": t3 - t2,
               "reserve_vs_greedy_cpu_best": best["reserve_cpu_s"] / best_greedy,
               "reserve_vs_heapq": best["reserve_s"] / (t3 - t2),
               "max_wait_greedy_s": float(greedy_waits.max()), "max_wait_reserve_s": float(waits.max())}
