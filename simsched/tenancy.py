@@ -227,6 +227,35 @@ class Staged:
         if (cluster, key) in tenancy._per_type:
             self._type_delta[cluster, key, gpu_type] = self._type_delta.get((cluster, key, gpu_type), 0) + milli
 
+    def used(self) -> tuple[int, dict[tuple, int]]:
+        """What every room depends on besides the quotas, as the decision stands: the dated table's
+        row in force, and the milli-GPUs used per quota key (cluster, key) and per (cluster, key,
+        type). A queue walk keeps this to tell later whether a refusal still holds."""
+        tenancy = self.tenancy
+        used = {**tenancy._usage, **tenancy._type_usage}  # keys of 2 and of 3 elements: disjoint
+        for deltas in (self._delta, self._type_delta):
+            for k, d in deltas.items():
+                used[k] = used.get(k, 0) + d
+        return tenancy._applied, used
+
+    def grown_since(self, before: tuple[int, dict[tuple, int]] | None) -> set[str | None] | None:
+        """The tenants whose room in some limited cluster is larger now than at ``before`` (a
+        :meth:`used` snapshot); None when any tenant's may be (the dated quotas moved, or the pool
+        of unlisted tenants grew)."""
+        tenancy = self.tenancy
+        if before is None or before[0] != tenancy._applied:
+            return None
+        if not self._delta and not self._type_delta and not tenancy._type_usage:
+            now = tenancy._usage  # the usual case at a decision's start: no copy
+        else:
+            now = self.used()[1]
+        then = before[1]
+        if now == then:
+            return set()
+        limited = tenancy._limited
+        grown = {k[1] for k, v in then.items() if now.get(k, 0) < v and limited[k[0]]}
+        return None if OTHER in grown else grown
+
     def borrowing(self, tenant: str | None, cluster: int, gpu_type: str) -> bool:
         """Whether ``tenant`` holds more than its quota (of ``gpu_type``) in ``cluster``."""
         room = self.room(tenant, cluster, gpu_type)

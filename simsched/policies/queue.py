@@ -31,6 +31,7 @@ from simsched.policies.easy import ReservingWalk
 from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
 from simsched.policies.reservations import reserving_walk
+from simsched.policies.walk_memory import WalkMemory
 
 
 def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placement, free: list[int],
@@ -252,12 +253,9 @@ class QueueScheduler:
                            else None)
         self._plans = type(allocation).prepare is not Allocation.prepare  # e.g. MCT
         self._vector = getattr(ordering, "vector", None) if not ordering.static else None
-        # Shapes that could not be placed, valid while free capacity is exactly `_free_after`
-        # (what this scheduler left at its last decision): with the same free GPUs, the same
-        # shapes fail again, so a blocked queue costs almost nothing to re-check.
-        self._failed: set[tuple] = set()
-        self._failed_jobs: set[tuple] = set()
-        self._free_after: list[int] | None = None
+        # the kinds of job that failed to start, while they still fail (simsched.policies.walk_memory):
+        # a blocked queue costs almost nothing to re-check
+        self._memory = WalkMemory()
         self._last_seq = -1
         # Bucketed queue (static allocation): signature -> bucket, and each job's signature.
         self._bucketed = not self._plans and (ordering.static or self._vector is not None) and reserve == "none"
@@ -265,7 +263,6 @@ class QueueScheduler:
         # view.admission; jobs of different tenants then no longer fit or fail together
         self.supports_admission = reserve == "none"
         self.by_tenant = False
-        self._token_after: object = None  # view.quota_token of the last decision (caches depend on it)
         self._buckets: dict[tuple, SortedBucket | ColumnBucket] = {}
         self._signature_of: dict[str, tuple] = {}
         # Whole sorted queue (MCT allocation with a static ordering): keys and jobs.
@@ -311,22 +308,21 @@ class QueueScheduler:
         free = list(view.free)
         groups = view.fleet.groups
         buckets = self._buckets
+        admission = getattr(view, "admission", None)
+        backfill = self.backfill
+        memory = self._memory
         # with backfill off a failure also depends on which clusters are blocked, which can differ
         # between decisions with the same free GPUs: reuse failures only when backfilling
-        admission = getattr(view, "admission", None)
-        token = getattr(view, "quota_token", None)
-        unchanged = self.backfill and free == self._free_after and token == self._token_after
-        failed = self._failed if unchanged else set()
-        failed_jobs = {s for s in self._failed_jobs if s in buckets} if unchanged else set()
-        backfill = self.backfill
+        memory.begin(free, admission, backfill)
+        failed, full, refused = memory.options, memory.full, memory.quota_failures(admission)
         vector = self._vector is not None
         heap: list = []
         for order, (signature, bucket) in enumerate(buckets.items()):
             if backfill:
-                if signature in failed_jobs:
+                if signature[:3] in full or signature in refused:
                     continue
                 if vector and not could_fit(bucket.jobs[0], bucket.cluster, groups, free):
-                    failed_jobs.add(signature)  # cannot fit now, so neither later in this walk
+                    full.add(signature[:3])  # cannot fit now, so neither later in this walk
                     continue
             if not bucket.begin(self.ordering, view.now):
                 return self._decide_sorted_fallback(view)
@@ -344,10 +340,11 @@ class QueueScheduler:
             if cluster in blocked:
                 continue
             signature = bucket.signature
-            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
-                                                                    blocked, admission)
+            known = signature[:3] in full or signature in refused  # e.g. another tenant's bucket of a full shape
+            nodes = None if known else place_job(job, cluster, groups, place, free, failed, blocked, admission)
             if nodes is None:
-                failed_jobs.add(signature)
+                if not known:
+                    memory.failed(job, signature, admission)
                 if not backfill and not _over_quota(job, cluster, admission):
                     # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
@@ -366,10 +363,7 @@ class QueueScheduler:
                 del buckets[bucket.signature]
         for start in starts:
             del self._signature_of[start.job_id]
-        self._failed = failed
-        self._failed_jobs = failed_jobs
-        self._free_after = free
-        self._token_after = token
+        memory.end(free, admission)
         return Decision(tuple(starts))
 
     def _decide_sorted_fallback(self, view: SchedulerView) -> Decision:
@@ -410,28 +404,28 @@ class QueueScheduler:
         groups = view.fleet.groups
         cluster_count = len(view.fleet.cluster_names)
         blocked: set[int] = set()
-        # (cluster, type, per_worker, workers) option shapes and job signatures that cannot
-        # fit now; free only shrinks during the walk, so what failed fails again
-        # with backfill off a failure also depends on which clusters are blocked, which can differ
-        # between decisions with the same free GPUs: reuse failures only when backfilling
         admission = getattr(view, "admission", None)
-        token = getattr(view, "quota_token", None)
-        unchanged = self.backfill and free == self._free_after and token == self._token_after
-        failed = self._failed if unchanged else set()
-        failed_jobs = {s for s in self._failed_jobs if s in counts} if unchanged else set()
+        memory = self._memory
+        # (see _decide_buckets) failures are reused only when backfilling
+        memory.begin(free, admission, self.backfill)
+        failed, full, refused = memory.options, memory.full, memory.quota_failures(admission)
+        # the kinds of job still queued that fail now: once all do, nothing else can start
+        dead = {s for s in counts if s[:3] in full or s in refused}
         starts: list[Start] = []
         place = self.placement
         for job in ordered:
-            if len(failed_jobs) == len(counts):
-                break  # every kind of job still queued has failed: nothing else can start
+            if len(dead) == len(counts):
+                break
             signature = signature_of[job.job_id]
             cluster = signature[0]
             if cluster in blocked:
                 continue
-            nodes = None if signature in failed_jobs else place_job(job, cluster, groups, place, free, failed,
-                                                                    blocked, admission)
+            known = signature in dead or signature[:3] in full
+            nodes = None if known else place_job(job, cluster, groups, place, free, failed, blocked, admission)
             if nodes is None:
-                failed_jobs.add(signature)
+                if not known:
+                    memory.failed(job, signature, admission)
+                dead.add(signature)
                 if not self.backfill and not _over_quota(job, cluster, admission):
                     # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
@@ -439,10 +433,7 @@ class QueueScheduler:
                         break
                 continue
             starts.append(Start(job.job_id, nodes))
-        self._failed = failed
-        self._failed_jobs = failed_jobs
-        self._free_after = free
-        self._token_after = token
+        memory.end(free, admission)
         return Decision(tuple(starts))
 
     def decide(self, view: SchedulerView) -> Decision:

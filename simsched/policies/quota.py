@@ -41,10 +41,10 @@ class SubView:
     """A view over part of the state a decision starts from (implements ``SchedulerView``):
     some of the queued jobs, the running ones and the free GPUs after the starts already chosen."""
 
-    __slots__ = ("now", "fleet", "free", "_queue", "_running", "tenants", "admission", "quota_token", "_base")
+    __slots__ = ("now", "fleet", "free", "_queue", "_running", "tenants", "admission", "_base")
 
     def __init__(self, base: SchedulerView, queue: Sequence[JobView] | None, running: Sequence[JobView] | None,
-                 free: Sequence[int], admission: Admission | None, token: tuple) -> None:
+                 free: Sequence[int], admission: Admission | None) -> None:
         """``queue`` / ``running`` None: the base view's (read on use)."""
         self._base = base
         self.now = base.now
@@ -52,9 +52,8 @@ class SubView:
         self.tenants = base.tenants
         self._queue = None if queue is None else tuple(queue)
         self._running = None if running is None else tuple(running)
-        self.free = tuple(free)
+        self.free = free if isinstance(free, tuple) else tuple(free)
         self.admission = admission  # see QueueScheduler: the walk checks placements against quotas
-        self.quota_token = token  # what a policy's caches of failed placements depend on
 
     @property
     def queue(self) -> tuple[JobView, ...]:
@@ -150,22 +149,22 @@ class QuotaScheduler:
         if tenancy is None:  # no quotas anywhere: the policy as it is
             return self.policy.decide(view)
         staged = Staged(tenancy)
+        if self.native and self.mode == "strict":  # 1. within quota: the walk admits every start itself
+            return self.policy.decide(SubView(view, None, None, view.free, Admission(staged)))
         free = list(view.free)
         fleet = view.fleet
-        queue = view.queue if not self.native or self.mode == "borrow" else None
+        queue = view.queue
         starts: list[Start] = []
         preempts: list[str] = []
         started: set[str] = set()
         # 1. within quota
         if self.native:
-            first = SubView(view, None, None, free, Admission(staged), ("quota", tenancy.version))
+            first = SubView(view, None, None, free, Admission(staged))
             decision = self.policy.decide(first)
-            if self.mode == "strict":  # the walk admitted every start
-                return decision
         else:
             eligible = [job for job in queue if any(
                 staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers) for o in job.options)]
-            first = SubView(view, eligible, None, free, None, ("quota", tenancy.version))
+            first = SubView(view, eligible, None, free, None)
             decision = self.policy.decide(first)
         running = list(view.running)
         self._take_preempts(decision, view, staged, free, running, preempts)
@@ -209,7 +208,7 @@ class QuotaScheduler:
         # 3. borrow idle GPUs
         rest = [job for job in queue if job.job_id not in started]
         if rest and any(free):
-            second = SubView(view, rest, running, free, None, ("borrow", tenancy.version))
+            second = SubView(view, rest, running, free, None)
             decision = self.policy.decide(second)
             self._take_preempts(decision, view, staged, free, running, preempts)
             for start in decision.starts:

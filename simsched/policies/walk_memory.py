@@ -1,0 +1,98 @@
+"""What the queue walk remembers between decisions: the kinds of queued job that failed to start.
+
+A decision often starts from the state the last one left: an arrival finds the
+same free GPUs, and usually the same quota usage, so every kind of job that
+failed then fails again. Remembering that makes a decision cost about the
+newcomers, not the whole queue. A kind fails for one of three reasons, each
+with what it depends on:
+
+- **full**: no option of the job fits the free GPUs. A property of the job's
+  shape ``(cluster, options, workers)`` whatever its tenant, so one tenant's
+  failure stands for every tenant's jobs of that shape. It holds while the
+  free GPUs are those the last walk ended with: free GPUs only shrink during
+  a walk, and every built-in placement that fails with some free GPUs fails
+  with fewer (it needs enough slots, SPEC §4).
+- **over quota**: the tenant's quota refuses every option (tenants' quotas,
+  simsched.policies.quota). It does not depend on the free GPUs; it holds
+  while the tenant's room has not grown (no job of the tenant ended or was
+  preempted, the dated quota table did not move).
+- **mixed**: some options refused by the quota, the others full. It holds
+  while both hold.
+
+The walk asks :meth:`WalkMemory.known` before it tries a kind and reports
+each new failure with :meth:`WalkMemory.failed`. The rooms come from the
+walk's ``admission`` (:class:`~simsched.policies.quota.Admission`); a walk
+without one (no quotas, or the borrowing pass) refuses nothing, so it uses
+only the "full" failures and keeps the quota ones for the next walk that has
+an admission. Nothing is remembered with ``backfill = false``: there a
+failure also blocks a cluster's line, which can differ between decisions.
+"""
+
+from __future__ import annotations
+
+from simsched.policies.base import JobView
+
+#: an empty set for walks that refuse nothing for quotas
+_NONE: frozenset = frozenset()
+
+
+class WalkMemory:
+    """The failures a queue walk may reuse (see the module docstring)."""
+
+    __slots__ = ("free_after", "options", "full", "quota", "used_after")
+
+    def __init__(self) -> None:
+        self.free_after: list[int] | None = None  # the free GPUs the last walk ended with
+        # option shapes (cluster, type, per_worker, workers) that did not fit (place_job's ``failed``)
+        self.options: set[tuple] = set()
+        self.full: set[tuple] = set()  # job shapes (cluster, id(options), workers) none of whose options fit
+        # signatures refused (partly) for their tenant's quota -> True when the refusal is mixed
+        # (it also depends on the free GPUs)
+        self.quota: dict[tuple, bool] = {}
+        self.used_after: tuple | None = None  # the ledger after the last walk with an admission (Staged.used)
+
+    def begin(self, free: list[int], admission, reuse: bool) -> None:
+        """Forget what may no longer hold for a walk starting from ``free`` under ``admission``."""
+        if not reuse:
+            self.options, self.full, self.quota = set(), set(), {}
+            self.used_after = None
+            return
+        if free != self.free_after:
+            self.options, self.full = set(), set()
+            if self.quota:
+                self.quota = {s: mixed for s, mixed in self.quota.items() if not mixed}
+        if admission is not None and self.quota:
+            grown = admission.staged.grown_since(self.used_after)
+            if grown is None:
+                self.quota = {}
+            elif grown:
+                self.quota = {s: mixed for s, mixed in self.quota.items() if s[3] not in grown}
+
+    def known(self, signature: tuple, admission) -> bool:
+        """Whether jobs of ``signature`` are known to fail now (a walk with ``admission``
+        also skips the kinds its tenants' quotas refused)."""
+        return signature[:3] in self.full or (admission is not None and signature in self.quota)
+
+    def quota_failures(self, admission) -> dict | frozenset:
+        """The quota failures this walk may skip (none without an admission)."""
+        return self.quota if admission is not None else _NONE
+
+    def failed(self, job: JobView, signature: tuple, admission) -> None:
+        """Jobs of ``signature`` (``job`` one of them) did not fit: remember why."""
+        cluster = signature[0]
+        refused = tried = 0
+        if admission is not None:
+            for option in job.options:
+                if cluster is None or option.cluster == cluster:
+                    tried += 1
+                    refused += not admission.admits(job, option)
+        if not refused:
+            self.full.add(signature[:3])
+        elif len(signature) == 4:  # (cluster, options, workers, tenant): see QueueScheduler._signature
+            self.quota[signature] = refused < tried
+
+    def end(self, free: list[int], admission) -> None:
+        """The walk ended leaving ``free`` (after its starts, charged to ``admission``)."""
+        self.free_after = free
+        if admission is not None:
+            self.used_after = admission.staged.used()
