@@ -256,6 +256,14 @@ class Staged:
         grown = {k[1] for k, v in then.items() if now.get(k, 0) < v and limited[k[0]]}
         return None if OTHER in grown else grown
 
+    def roomy_tenants(self) -> set[str | None]:
+        """The quota keys (tenants; :data:`OTHER` for a pool) with room left in some cluster with quotas,
+        not counting per-type quotas (a key not here has no room for any job there)."""
+        tenancy = self.tenancy
+        usage, delta = tenancy._usage, self._delta
+        return {pair[1] for pair, quota in tenancy._quota.items()
+                if quota > usage.get(pair, 0) + delta.get(pair, 0)}
+
     def borrowing(self, tenant: str | None, cluster: int, gpu_type: str) -> bool:
         """Whether ``tenant`` holds more than its quota (of ``gpu_type``) in ``cluster``."""
         room = self.room(tenant, cluster, gpu_type)

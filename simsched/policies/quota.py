@@ -88,16 +88,18 @@ class Admission:
     """Quota checks for a walk that places jobs itself: ``admits`` before it tries an option,
     ``take`` when it placed a job there (charged to the decision's :class:`Staged` usage)."""
 
-    __slots__ = ("staged",)
+    __slots__ = ("staged", "taken")
 
     def __init__(self, staged: Staged) -> None:
         self.staged = staged
+        self.taken: dict[str, Option] = {}  # job_id -> the option it was placed on (for the wrapper)
 
     def admits(self, job: JobView, option: Option) -> bool:
         return self.staged.admits(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
 
     def take(self, job: JobView, option: Option) -> None:
         self.staged.add(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
+        self.taken[job.job_id] = option
 
 
 def option_on(job: JobView, nodes: Sequence[int], fleet) -> Option | None:
@@ -158,18 +160,25 @@ class QuotaScheduler:
         preempts: list[str] = []
         started: set[str] = set()
         # 1. within quota
+        admission = None
         if self.native:
-            first = SubView(view, None, None, free, Admission(staged))
-            decision = self.policy.decide(first)
+            admission = Admission(staged)
+            decision = self.policy.decide(SubView(view, None, None, free, admission))
         else:
             eligible = [job for job in queue if any(
                 staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers) for o in job.options)]
-            first = SubView(view, eligible, None, free, None)
-            decision = self.policy.decide(first)
+            decision = self.policy.decide(SubView(view, eligible, None, free, None))
         running = list(view.running)
         self._take_preempts(decision, view, staged, free, running, preempts)
-        by_id = {job.job_id: job for job in queue} if decision.starts else {}
+        by_id = {job.job_id: job for job in queue} if decision.starts and not self.native else {}
         for start in decision.starts:
+            if self.native:  # the walk charged it already, and says on which option
+                option = admission.taken.get(start.job_id)
+                if option is not None and option_on_nodes(option, start.nodes, fleet):
+                    _take(free, start.nodes, option.per_worker)
+                starts.append(start)
+                started.add(start.job_id)
+                continue
             job = by_id.get(start.job_id)
             option = None if job is None else option_on(job, start.nodes, fleet)
             if option is None:  # not a job of this view, or a bad placement: the engine says what is wrong
@@ -177,12 +186,9 @@ class QuotaScheduler:
                 started.add(start.job_id)
                 continue
             need = option.per_worker * job.workers
-            if not self.native and not staged.admits(job.tenant, option.cluster, option.gpu_type, need):
+            if not staged.admits(job.tenant, option.cluster, option.gpu_type, need):
                 continue  # it would take its tenant over the quota: it waits
-            if self.native:  # the walk charged it already
-                pass
-            else:
-                staged.add(job.tenant, option.cluster, option.gpu_type, need)
+            staged.add(job.tenant, option.cluster, option.gpu_type, need)
             _take(free, start.nodes, option.per_worker)
             starts.append(start)
             started.add(start.job_id)
@@ -190,7 +196,35 @@ class QuotaScheduler:
             return Decision(tuple(starts), tuple(preempts))
         # 2. reclaim borrowed GPUs for owners
         if self.reclaim == "preempt":
-            waiting = sorted((job for job in queue if job.job_id not in started), key=lambda j: (j.submit, j.index))
+            self._reclaim_pass(queue, view, staged, free, running, preempts, starts, started)
+        # 3. borrow idle GPUs
+        rest = [job for job in queue if job.job_id not in started]
+        if rest and any(free):
+            second = SubView(view, rest, running, free, None)
+            decision = self.policy.decide(second)
+            self._take_preempts(decision, view, staged, free, running, preempts)
+            for start in decision.starts:
+                starts.append(start)
+        return Decision(tuple(starts), tuple(preempts))
+
+    def _reclaim_pass(self, queue: Sequence[JobView], view: SchedulerView, staged: Staged, free: list[int],
+                      running: list[JobView], preempts: list[str], starts: list[Start], started: set[str]) -> None:
+        """Step 2: every waiting job, oldest first, tries :meth:`_reclaim`.
+
+        Only a job whose tenant has room left in some cluster with quotas can reclaim (a job
+        needs at least one milli-GPU, and nobody borrows where there are no quotas); the
+        others are passed over without a look, which changes nothing, as their reclaim would
+        fail and change nothing. Which tenants have room changes only when a reclaim succeeds.
+        """
+        after = None  # (submit, index) of the last job that reclaimed
+        while True:
+            roomy = staged.roomy_tenants()
+            if not roomy:
+                return
+            pool = None in roomy  # some cluster's pool of unlisted tenants has room: look at everyone
+            waiting = sorted((job for job in queue if (pool or job.tenant in roomy) and job.job_id not in started
+                              and (after is None or (job.submit, job.index) > after)),
+                             key=lambda j: (j.submit, j.index))
             # a failed reclaim changes nothing, so a job of the same tenant with the same options and
             # workers fails too, until some reclaim succeeds (exact; the engine shares options tuples)
             failed: set[tuple] = set()
@@ -204,16 +238,10 @@ class QuotaScheduler:
                     continue
                 starts.append(placed)
                 started.add(job.job_id)
-                failed.clear()
-        # 3. borrow idle GPUs
-        rest = [job for job in queue if job.job_id not in started]
-        if rest and any(free):
-            second = SubView(view, rest, running, free, None)
-            decision = self.policy.decide(second)
-            self._take_preempts(decision, view, staged, free, running, preempts)
-            for start in decision.starts:
-                starts.append(start)
-        return Decision(tuple(starts), tuple(preempts))
+                after = (job.submit, job.index)
+                break
+            else:
+                return
 
     @staticmethod
     def _take_preempts(decision: Decision, view: SchedulerView, staged: Staged, free: list[int],
@@ -273,6 +301,13 @@ class QuotaScheduler:
             staged.add(job.tenant, option.cluster, option.gpu_type, need)
             return Start(job.job_id, nodes)
         return None
+
+
+def option_on_nodes(option: Option, nodes: Sequence[int], fleet) -> bool:
+    """Whether ``nodes[0]`` is of ``option``'s cluster and GPU type (as :func:`option_on` finds it)."""
+    if not nodes or not 0 <= nodes[0] < len(fleet.node_type):
+        return False
+    return fleet.node_cluster[nodes[0]] == option.cluster and fleet.node_type[nodes[0]] == option.gpu_type
 
 
 def _take(free: list[int], nodes: Sequence[int], per_worker: int) -> None:
