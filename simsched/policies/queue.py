@@ -303,6 +303,20 @@ class QueueScheduler:
         for job in newcomers:
             self._bucket_add(job, view)
 
+    def _place(self, job: JobView, signature: tuple, groups: dict, free: list[int], failed: set[tuple],
+               blocked: set[int], admission) -> tuple[int, ...] | None:
+        """:func:`place_job` in the job's cluster; when it fails, the walk memory learns why."""
+        if admission is None:
+            nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked)
+            if nodes is None:
+                self._memory.failed(signature, 0, 0)
+            return nodes
+        asked, refused = admission.asked, admission.refused
+        nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked, admission)
+        if nodes is None:
+            self._memory.failed(signature, admission.asked - asked, admission.refused - refused)
+        return nodes
+
     def _decide_buckets(self, view: SchedulerView) -> Decision:
         self._sync(view)
         free = list(view.free)
@@ -333,7 +347,6 @@ class QueueScheduler:
         cluster_count = len(view.fleet.cluster_names)
         starts: list[Start] = []
         touched: dict[int, SortedBucket | ColumnBucket] = {}
-        place = self.placement
         while heap:
             _, order, bucket, job = heapq.heappop(heap)
             cluster = bucket.cluster
@@ -341,10 +354,8 @@ class QueueScheduler:
                 continue
             signature = bucket.signature
             known = signature[:3] in full or signature in refused  # e.g. another tenant's bucket of a full shape
-            nodes = None if known else place_job(job, cluster, groups, place, free, failed, blocked, admission)
+            nodes = None if known else self._place(job, signature, groups, free, failed, blocked, admission)
             if nodes is None:
-                if not known:
-                    memory.failed(job, signature, admission)
                 if not backfill and not _over_quota(job, cluster, admission):
                     # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
@@ -412,7 +423,6 @@ class QueueScheduler:
         # the kinds of job still queued that fail now: once all do, nothing else can start
         dead = {s for s in counts if s[:3] in full or s in refused}
         starts: list[Start] = []
-        place = self.placement
         for job in ordered:
             if len(dead) == len(counts):
                 break
@@ -421,10 +431,8 @@ class QueueScheduler:
             if cluster in blocked:
                 continue
             known = signature in dead or signature[:3] in full
-            nodes = None if known else place_job(job, cluster, groups, place, free, failed, blocked, admission)
+            nodes = None if known else self._place(job, signature, groups, free, failed, blocked, admission)
             if nodes is None:
-                if not known:
-                    memory.failed(job, signature, admission)
                 dead.add(signature)
                 if not self.backfill and not _over_quota(job, cluster, admission):
                     # a fleet-wide job (cluster None) heads every cluster's line

@@ -41,23 +41,29 @@ class SubView:
     """A view over part of the state a decision starts from (implements ``SchedulerView``):
     some of the queued jobs, the running ones and the free GPUs after the starts already chosen."""
 
-    __slots__ = ("now", "fleet", "free", "_queue", "_running", "tenants", "admission", "_base")
+    __slots__ = ("now", "fleet", "free", "_queue", "_running", "_without", "tenants", "admission", "_base")
 
     def __init__(self, base: SchedulerView, queue: Sequence[JobView] | None, running: Sequence[JobView] | None,
-                 free: Sequence[int], admission: Admission | None) -> None:
-        """``queue`` / ``running`` None: the base view's (read on use)."""
+                 free: Sequence[int], admission: Admission | None, without: set[str] | None = None) -> None:
+        """``queue`` / ``running`` None: the base view's (read on use); ``without``: the ids of queued
+        jobs of the base view to leave out of its queue (read on use)."""
         self._base = base
         self.now = base.now
         self.fleet = base.fleet
         self.tenants = base.tenants
         self._queue = None if queue is None else tuple(queue)
         self._running = None if running is None else tuple(running)
+        self._without = without or None
         self.free = free if isinstance(free, tuple) else tuple(free)
         self.admission = admission  # see QueueScheduler: the walk checks placements against quotas
 
     @property
     def queue(self) -> tuple[JobView, ...]:
-        return self._base.queue if self._queue is None else self._queue
+        if self._queue is None:
+            if self._without is None:
+                return self._base.queue
+            self._queue = tuple(job for job in self._base.queue if job.job_id not in self._without)
+        return self._queue
 
     @property
     def running(self) -> tuple[JobView, ...]:
@@ -65,11 +71,14 @@ class SubView:
 
     @property
     def queue_length(self) -> int:
-        return self._base.queue_length if self._queue is None else len(self._queue)
+        if self._queue is None:
+            return self._base.queue_length - (0 if self._without is None else len(self._without))
+        return len(self._queue)
 
     def queued_after(self, seq: int) -> list[JobView]:
         if self._queue is None:
-            return self._base.queued_after(seq)
+            out = self._base.queued_after(seq)
+            return out if self._without is None else [job for job in out if job.job_id not in self._without]
         out = []
         for job in reversed(self._queue):
             if job.queue_seq <= seq:
@@ -88,14 +97,21 @@ class Admission:
     """Quota checks for a walk that places jobs itself: ``admits`` before it tries an option,
     ``take`` when it placed a job there (charged to the decision's :class:`Staged` usage)."""
 
-    __slots__ = ("staged", "taken")
+    __slots__ = ("staged", "taken", "asked", "refused")
 
     def __init__(self, staged: Staged) -> None:
         self.staged = staged
         self.taken: dict[str, Option] = {}  # job_id -> the option it was placed on (for the wrapper)
+        # options asked about and refused so far (a walk tells from them why a job did not start)
+        self.asked = 0
+        self.refused = 0
 
     def admits(self, job: JobView, option: Option) -> bool:
-        return self.staged.admits(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
+        self.asked += 1
+        if self.staged.admits(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers):
+            return True
+        self.refused += 1
+        return False
 
     def take(self, job: JobView, option: Option) -> None:
         self.staged.add(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
@@ -198,9 +214,9 @@ class QuotaScheduler:
         if self.reclaim == "preempt":
             self._reclaim_pass(queue, view, staged, free, running, preempts, starts, started)
         # 3. borrow idle GPUs
-        rest = [job for job in queue if job.job_id not in started]
-        if rest and any(free):
-            second = SubView(view, rest, running, free, None)
+        if view.queue_length > len(started) and any(free):
+            # (``started``: jobs of the queue, as the engine checks; ``running`` changed only by preemptions)
+            second = SubView(view, None, running if preempts else None, free, None, started)
             decision = self.policy.decide(second)
             self._take_preempts(decision, view, staged, free, running, preempts)
             for start in decision.starts:
@@ -211,19 +227,27 @@ class QuotaScheduler:
                       running: list[JobView], preempts: list[str], starts: list[Start], started: set[str]) -> None:
         """Step 2: every waiting job, oldest first, tries :meth:`_reclaim`.
 
-        Only a job whose tenant has room left in some cluster with quotas can reclaim (a job
-        needs at least one milli-GPU, and nobody borrows where there are no quotas); the
-        others are passed over without a look, which changes nothing, as their reclaim would
-        fail and change nothing. Which tenants have room changes only when a reclaim succeeds.
+        Only a job with an option that fits its tenant's room can reclaim, and only in a cluster
+        with quotas (nobody borrows elsewhere): so first the tenants with room left (a job needs
+        at least one milli-GPU), then their jobs with such an option. The others are passed over
+        without a look, which changes nothing: their reclaim would fail and change nothing.
+        Rooms change only when a reclaim succeeds; then the look starts again after that job.
         """
         after = None  # (submit, index) of the last job that reclaimed
         while True:
             roomy = staged.roomy_tenants()
             if not roomy:
                 return
-            pool = None in roomy  # some cluster's pool of unlisted tenants has room: look at everyone
-            waiting = sorted((job for job in queue if (pool or job.tenant in roomy) and job.job_id not in started
-                              and (after is None or (job.submit, job.index) > after)),
+            # (a pool of unlisted tenants with room: look at everyone)
+            waiting = [job for job in queue if job.tenant in roomy] if None not in roomy else list(queue)
+            if not waiting:
+                return
+            # a job no option of which fits its tenant's room fails without a look (and rooms change
+            # only when a reclaim succeeds)
+            waiting = sorted((job for job in waiting if job.job_id not in started
+                              and (after is None or (job.submit, job.index) > after)
+                              and any(staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers)
+                                      for o in job.options)),
                              key=lambda j: (j.submit, j.index))
             # a failed reclaim changes nothing, so a job of the same tenant with the same options and
             # workers fails too, until some reclaim succeeds (exact; the engine shares options tuples)

@@ -19,8 +19,9 @@ with what it depends on:
 - **mixed**: some options refused by the quota, the others full. It holds
   while both hold.
 
-The walk asks :meth:`WalkMemory.known` before it tries a kind and reports
-each new failure with :meth:`WalkMemory.failed`. The rooms come from the
+The walk skips the kinds in :attr:`WalkMemory.full` (by shape) and
+:meth:`WalkMemory.quota_failures` (by signature) and reports each new failure
+with :meth:`WalkMemory.failed`. The rooms come from the
 walk's ``admission`` (:class:`~simsched.policies.quota.Admission`); a walk
 without one (no quotas, or the borrowing pass) refuses nothing, so it uses
 only the "full" failures and keeps the quota ones for the next walk that has
@@ -29,8 +30,6 @@ failure also blocks a cluster's line, which can differ between decisions.
 """
 
 from __future__ import annotations
-
-from simsched.policies.base import JobView
 
 #: an empty set for walks that refuse nothing for quotas
 _NONE: frozenset = frozenset()
@@ -68,28 +67,17 @@ class WalkMemory:
             elif grown:
                 self.quota = {s: mixed for s, mixed in self.quota.items() if s[3] not in grown}
 
-    def known(self, signature: tuple, admission) -> bool:
-        """Whether jobs of ``signature`` are known to fail now (a walk with ``admission``
-        also skips the kinds its tenants' quotas refused)."""
-        return signature[:3] in self.full or (admission is not None and signature in self.quota)
-
     def quota_failures(self, admission) -> dict | frozenset:
         """The quota failures this walk may skip (none without an admission)."""
         return self.quota if admission is not None else _NONE
 
-    def failed(self, job: JobView, signature: tuple, admission) -> None:
-        """Jobs of ``signature`` (``job`` one of them) did not fit: remember why."""
-        cluster = signature[0]
-        refused = tried = 0
-        if admission is not None:
-            for option in job.options:
-                if cluster is None or option.cluster == cluster:
-                    tried += 1
-                    refused += not admission.admits(job, option)
+    def failed(self, signature: tuple, asked: int, refused: int) -> None:
+        """Jobs of ``signature`` did not fit, the quota refusing ``refused`` of the ``asked`` options
+        (all its options in its cluster; 0 of 0 in a walk without quotas): remember why."""
         if not refused:
             self.full.add(signature[:3])
         elif len(signature) == 4:  # (cluster, options, workers, tenant): see QueueScheduler._signature
-            self.quota[signature] = refused < tried
+            self.quota[signature] = refused < asked
 
     def end(self, free: list[int], admission) -> None:
         """The walk ended leaving ``free`` (after its starts, charged to ``admission``)."""
