@@ -57,14 +57,15 @@ class RunningEnds:
     not applied, a scheduler reused on another run), it is rebuilt from the view.
     """
 
-    __slots__ = ("ends", "releases", "_started", "_now", "node_group")
+    __slots__ = ("ends", "releases", "_started", "_now", "_fleet", "node_group")
 
     def __init__(self) -> None:
         self.ends: list[float] = []
         self.releases: list[Release] = []
         self._started: list[JobView] = []
         self._now = -math.inf
-        self.node_group: list[tuple[int, str]] | None = None  # (cluster, gpu type) of each node
+        self._fleet: object = None
+        self.node_group: list[tuple[int, str]] = []  # (cluster, gpu type) of each node
 
     def started(self, jobs: Sequence[JobView]) -> None:
         """Jobs this decision starts (the engine applies it before the next one)."""
@@ -79,9 +80,9 @@ class RunningEnds:
     def sync(self, view: SchedulerView) -> int:
         """Up to date with ``view``; returns the index of the first release after now."""
         now = view.now
-        if self.node_group is None:
-            fleet = view.fleet
-            self.node_group = list(zip(fleet.node_cluster, fleet.node_type))
+        if view.fleet is not self._fleet:
+            self._fleet = view.fleet
+            self.node_group = list(zip(view.fleet.node_cluster, view.fleet.node_type))
         started, self._started = self._started, []
         running = view.running
         if now >= self._now:
