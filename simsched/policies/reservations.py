@@ -22,6 +22,10 @@ reservation (tested against a brute-force check).
 
 Run times are the jobs' remaining work at the option's speed; a restart
 penalty a preempted job will pay is not known to the policy and not counted.
+
+This walk is the definition. The scheduler runs :class:`simsched.policies.easy.ReservingWalk`,
+which makes the same decisions without the profile array (tests/test_easy_fast.py compares
+them at every decision); ``QueueScheduler.fast_reservations = False`` runs this one.
 """
 
 from __future__ import annotations
