@@ -296,7 +296,8 @@ class PlannerScheduler:
         self.planned: list[Planned] = []
         self._planned_ids: set[str] = set()  # job ids the last plan placed (started or not)
         self._seen_seq = -1  # the largest queue_seq the last decision saw
-        self.stats = {"decisions": 0, "ea_runs": 0, "ea_seconds": 0.0, "migrations": 0, "plans": 0}
+        self.stats = {"decisions": 0, "ea_runs": 0, "ea_floor_stops": 0, "ea_seconds": 0.0, "migrations": 0,
+                      "plans": 0}
 
     def describe(self) -> str:
         return f"{self.allocation}-gp, f = {infix(self.priority)}"
@@ -329,6 +330,7 @@ class PlannerScheduler:
         else:
             result = evolve(instance, self.rng, **self.ea_options)
             self.stats["ea_runs"] += 1
+            self.stats["ea_floor_stops"] += result.stop_reason == "floor"
             self.stats["ea_seconds"] += result.elapsed_s
             assignment = result.assignment
         self.stats["plans"] += 1
