@@ -330,6 +330,9 @@ class ReservingWalk:
         """Starts [(job_id, nodes)] and reservations [(job_id, time, nodes)] of the walk over ``ordered``
         (key order); ``cluster_of(job, view)`` is the job's cluster (None: any), asked once per job in
         order (the allocation's ``cluster_for``)."""
+        if not ordered:  # nothing to walk (the running ends catch up at the next walk)
+            self._resume = None
+            return [], []
         running = self.running_ends
         first = running.sync(view)
         groups = view.fleet.groups
