@@ -106,6 +106,10 @@ class DrfScheduler(FairShareBase):
         node_cluster = view.fleet.node_cluster
         admission = getattr(view, "admission", None)
         failed: set[tuple] = set()  # shapes that did not fit: free only shrinks in a decision
+        # kinds of job (cluster, options, workers, tenant) that did not start: free GPUs and quota rooms
+        # only shrink in a decision, so they fail again (without asking the quota ledger per job)
+        failed_kinds: set[tuple] = set()
+        remember = self.remember_failures
         starts: list[Start] = []
         while heap:
             _, _, _, order, tenant, position = heapq.heappop(heap)
@@ -113,18 +117,22 @@ class DrfScheduler(FairShareBase):
             while position < len(jobs):
                 job = jobs[position]
                 position += 1
-                nodes = place_job(job, self.allocation.cluster_for(job, view), groups, self.placement, free,
-                                  failed, admission=admission)
-                if nodes is not None:
+                cluster = self.allocation.cluster_for(job, view)
+                kind = (cluster, id(job.options), job.workers, tenant)
+                nodes = None if kind in failed_kinds else place_job(job, cluster, groups, self.placement, free,
+                                                                    failed, admission=admission)
+                if nodes is None:
+                    if remember:
+                        failed_kinds.add(kind)
+                else:
                     starts.append(Start(job.job_id, nodes))
-                    cluster = node_cluster[nodes[0]]
-                    held[tenant][cluster] += _taken(job, nodes, view) / 1000
+                    held[tenant][node_cluster[nodes[0]]] += _taken(job, nodes, view) / 1000
                     if position < len(jobs):
                         nxt = jobs[position]
                         heapq.heappush(heap, (dominant_share(held[tenant], entitled[tenant]), nxt.submit,
                                               nxt.index, order, tenant, position))
                     break
-                if not self.backfill and not _over_quota(job, self.allocation.cluster_for(job, view), admission):
+                if not self.backfill and not _over_quota(job, cluster, admission):
                     break  # (a job over its tenant's quota waits for it and holds no line)
             if not any(free):
                 break

@@ -125,6 +125,9 @@ class FtfScheduler(FairShareBase):
         groups = view.fleet.groups
         admission = getattr(view, "admission", None)
         failed: set[tuple] = set()
+        # kinds of job (cluster, options, workers, tenant) that did not start: free GPUs and quota rooms
+        # only shrink in a decision (and blocked clusters only grow), so they fail again
+        failed_kinds: set[tuple] = set()
         blocked: set[int] = set()
         clusters = len(view.fleet.cluster_names)
         starts: list[Start] = []
@@ -132,7 +135,14 @@ class FtfScheduler(FairShareBase):
             cluster = self.allocation.cluster_for(job, view)
             if cluster in blocked:
                 continue
-            nodes = place_job(job, cluster, groups, self.placement, free, failed, skip=blocked, admission=admission)
+            kind = (cluster, id(job.options), job.workers, job.tenant)
+            if kind in failed_kinds:
+                nodes = None
+            else:
+                nodes = place_job(job, cluster, groups, self.placement, free, failed, skip=blocked,
+                                  admission=admission)
+                if nodes is None and self.remember_failures:
+                    failed_kinds.add(kind)
             if nodes is not None:
                 starts.append(Start(job.job_id, nodes))
                 if not any(free):

@@ -56,6 +56,8 @@ class FairShareBase(QuotaSource):
 
     supports_admission = True  # the walk checks quotas as it places (simsched.policies.quota)
     by_tenant = False
+    #: False: try every job, even of a kind that already failed in the decision (the reference, for tests)
+    remember_failures = True
 
     def __init__(self, placement, allocation, backfill: bool = True) -> None:
         super().__init__()
