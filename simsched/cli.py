@@ -422,7 +422,7 @@ def _compare(argv: list[str]) -> int:
                    help=f"local worker processes (default: CPU count, {os.cpu_count()}); 1 = no subprocesses")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local processes (default) or a Ray cluster (pip install -e '.[ray]')")
-    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
+    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: $RAY_ADDRESS if set, else start a local Ray)")
     p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here")
     _add_override_flags(p, policy=False)  # as run's: --jobs-limit, --nodes-per-type, --placement, ...
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")

@@ -45,7 +45,7 @@ def _parser() -> _Parser:
                    help=f"parallel evaluations (default: CPU count, {os.cpu_count()}); 1 = in this process")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local processes (default) or ray")
-    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
+    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: $RAY_ADDRESS if set, else start a local Ray)")
     p.add_argument("--fitness-engine", choices=("compiled", "simpy"), default="compiled",
                    help="how a candidate is scored: the compiled replay of the engine (default; same "
                         "objectives, tested) or the SimPy engine itself")

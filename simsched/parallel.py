@@ -13,7 +13,8 @@ that order is deterministic regardless of the executor and the worker count.
   interrupted or fails, :meth:`TaskRunner.close` terminates them at once
   rather than waiting for their tasks;
 - ``ray``: ``ray.init(address=...)`` when an address is given (an existing
-  cluster), else a local Ray instance with ``workers`` CPUs. Ray is the
+  cluster), or Ray's ``RAY_ADDRESS`` is set; else a new local Ray instance
+  with ``workers`` CPUs (never a cluster that ``ray start`` left running). Ray is the
   optional extra ``ray`` (``pip install -e '.[ray]'``).
 """
 
@@ -71,14 +72,18 @@ class TaskRunner:
         except ImportError:
             raise InputError("executor 'ray' needs Ray: pip install -e '.[ray]'") from None
         if not ray.is_initialized():
+            # An explicit address wins, then Ray's own RAY_ADDRESS; otherwise a new Ray of our own
+            # ("local"), even when `ray start` left a cluster on this machine: a bare ray.init()
+            # would join that one, and refuse num_cpus.
+            address = self.address or os.environ.get("RAY_ADDRESS") or None
             try:
-                if self.address:
-                    ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+                if address:
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
                 else:
-                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
-                             logging_level=logging.WARNING)
+                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
+                             log_to_driver=False, logging_level=logging.WARNING)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; report it as one line
-                where = f"at {self.address!r}" if self.address else "locally"
+                where = f"at {address!r}" if address else "locally"
                 raise InputError(f"could not start or reach Ray {where}: {exc}") from None
             self._ray_owned = True
             self._route_ray_messages()

@@ -316,3 +316,31 @@ def test_compare_on_ray_ships_the_scenario_its_trace_and_its_policy_file(tmp_pat
     pd.testing.assert_frame_equal(on_ray.table, serial.table)
     pd.testing.assert_frame_equal(on_ray.runs.drop(columns=[c for c in on_ray.runs if "wall" in c]),
                                   serial.runs.drop(columns=[c for c in serial.runs if "wall" in c]))
+
+
+@pytest.mark.parametrize("given, env, expected", [
+    (None, None, "local"),  # a new Ray of our own, not one that `ray start` left on the machine
+    (None, "10.0.0.9:6379", "10.0.0.9:6379"),  # Ray's own RAY_ADDRESS is honoured
+    ("10.0.0.7:6379", "10.0.0.9:6379", "10.0.0.7:6379"),  # --address wins over it
+])
+def test_which_ray_an_executor_starts_or_joins(monkeypatch, given, env, expected) -> None:
+    from simsched.errors import InputError
+    from simsched.parallel import TaskRunner
+
+    calls = []
+
+    def fake_init(**kwargs):
+        calls.append(kwargs)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", fake_init)
+    if env is None:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("RAY_ADDRESS", env)
+    with pytest.raises(InputError, match="could not start or reach Ray"):
+        with TaskRunner("ray", 2, address=given):
+            pass
+    assert calls[0]["address"] == expected
+    assert ("num_cpus" in calls[0]) == (expected == "local")
