@@ -180,6 +180,43 @@ def test_maxmin_hetero_preempts_above_allocation_to_start_an_owner(tmp_path):
     assert (60, "finish", "b1") in events and (60, "start", "a4") in events
 
 
+THREE_TENANTS_TWO_TYPES = '''[[cluster]]
+name = "c0"
+nodes = [{ count = 4, gpus = 1, gpu_type = "V100" }, { count = 4, gpus = 1, gpu_type = "K80" }]
+[[cluster.tenant]]
+name = "a"
+gpus = 4
+[[cluster.tenant]]
+name = "b"
+gpus = 3
+[[cluster.tenant]]
+name = "c"
+gpus = 1
+'''
+
+
+def test_maxmin_hetero_victims_are_given_back_to_the_quota_once(tmp_path):
+    """Quotas a 4, b 3, c 1 of 4 V100 + 4 K80 GPUs (1 per node); typed jobs, not heterogeneous, so
+    each runs on its own type only. c1..c4 (K80) start at 0 and b1..b4 (V100) at 1, all borrowing
+    idle GPUs (c holds 4 of quota 1, b 4 of quota 3). b5 (K80) arrives at 5: b has no room, no GPU
+    is idle, it waits. a1 (V100) arrives at 10; a new tenant, so a new allocation: a[t, r] over
+    (K80, V100) is a (0, 1), b (1/5, 4/5), c (1, 0), demands 1, 5, 4, weights 4, 3, 1 (E = 2, 1.5,
+    0.5): a is capped by its demand at level 1/2 (x = 1 V100); b and c meet at level 2 with b 3 V100
+    + 3 K80 and c 1 K80. a1 preempts b4 (b stays at 3 >= its 3 V100). b now holds 3 GPUs = its
+    quota: b5 may not take c4's GPU (c is borrowing) in the quota wrapper's reclaim step. Before
+    the fix maxmin-hetero gave b4's GPU back to the ledger and the wrapper gave it back again, so b
+    seemed to have room for one more GPU and b5 preempted c4 at 10 (b at 4 GPUs, 1 over its quota,
+    by preemption rather than on idle GPUs)."""
+    jobs = ([f"c{i},0,1000,1,c,K80" for i in range(1, 5)] + [f"b{i},1,1000,1,b,V100" for i in range(1, 5)]
+            + ["b5,5,1000,1,b,K80", "a1,10,100,1,a,V100"])
+    events = starts(tmp_path, "maxmin-hetero", jobs, THREE_TENANTS_TWO_TYPES, "borrow", header=HEADER + ",gpu_type",
+                    scheduler='reclaim = "preempt"\nrestart_penalty_s = 5')
+    assert [e for e in events if e[0] <= 10] == [
+        (0, "start", "c1"), (0, "start", "c2"), (0, "start", "c3"), (0, "start", "c4"),
+        (1, "start", "b1"), (1, "start", "b2"), (1, "start", "b3"), (1, "start", "b4"),
+        (10, "preempt", "b4"), (10, "start", "a1")]
+
+
 # -- ftf -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
 def test_ftf_order(tmp_path, mode):

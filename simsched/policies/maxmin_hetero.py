@@ -366,9 +366,8 @@ class MaxMinHeteroScheduler(QuotaSource):
             running_on[r].remove(victim)
             preempts.append(victim.job_id)
             admission = getattr(view, "admission", None)
-            if admission is not None:  # its tenant's quota room grows back in this decision
-                admission.staged.add(victim.tenant, option.cluster, option.gpu_type,
-                                     -victim.run_share * victim.workers)
+            if admission is not None:  # its tenant's quota room grows back in this decision (once:
+                admission.release(victim)  # the quota wrapper does not give it back again)
         return self.placement(group, option.per_worker, job.workers, free)
 
     def quiet_until(self, view: SchedulerView) -> float:

@@ -95,13 +95,15 @@ class SubView:
 
 class Admission:
     """Quota checks for a walk that places jobs itself: ``admits`` before it tries an option,
-    ``take`` when it placed a job there (charged to the decision's :class:`Staged` usage)."""
+    ``take`` when it placed a job there, ``release`` when it preempted a running job (both charged
+    to the decision's :class:`Staged` usage, once: the wrapper does not charge them again)."""
 
-    __slots__ = ("staged", "taken", "asked", "refused")
+    __slots__ = ("staged", "taken", "released", "asked", "refused")
 
     def __init__(self, staged: Staged) -> None:
         self.staged = staged
         self.taken: dict[str, Option] = {}  # job_id -> the option it was placed on (for the wrapper)
+        self.released: set[str] = set()  # ids of the running jobs it preempted and gave back already
         # options asked about and refused so far (a walk tells from them why a job did not start)
         self.asked = 0
         self.refused = 0
@@ -116,6 +118,13 @@ class Admission:
     def take(self, job: JobView, option: Option) -> None:
         self.staged.add(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
         self.taken[job.job_id] = option
+
+    def release(self, victim: JobView) -> None:
+        """The walk preempts the running ``victim``: its tenant's room grows back in this decision."""
+        if victim.job_id not in self.released:
+            self.released.add(victim.job_id)
+            self.staged.add(victim.tenant, victim.running_cluster, victim.gpu_type_used,
+                            -victim.run_share * victim.workers)
 
 
 def option_on(job: JobView, nodes: Sequence[int], fleet) -> Option | None:
@@ -185,7 +194,9 @@ class QuotaScheduler:
                 staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers) for o in job.options)]
             decision = self.policy.decide(SubView(view, eligible, None, free, None))
         running = list(view.running)
-        self._take_preempts(decision, view, staged, free, running, preempts)
+        # (a walk with an admission gave its victims' GPUs back to ``staged`` itself: not twice)
+        self._take_preempts(decision, view, staged, free, running, preempts,
+                            admission.released if admission is not None else ())
         by_id = {job.job_id: job for job in queue} if decision.starts and not self.native else {}
         for start in decision.starts:
             if self.native:  # the walk charged it already, and says on which option
@@ -269,14 +280,19 @@ class QuotaScheduler:
 
     @staticmethod
     def _take_preempts(decision: Decision, view: SchedulerView, staged: Staged, free: list[int],
-                       running: list[JobView], preempts: list[str]) -> None:
-        """The policy's own preemptions are kept (they only give GPUs back)."""
+                       running: list[JobView], preempts: list[str], released=()) -> None:
+        """The policy's own preemptions are kept (they only give GPUs back). ``released``: the ids
+        of those the policy's walk already gave back to ``staged`` (``Admission.release``)."""
         if not decision.preempts:
             return
         gone = set(decision.preempts)
         for job in list(running):
             if job.job_id in gone:
-                _release(job, staged, free)
+                if job.job_id in released:
+                    for n in job.running_nodes:
+                        free[n] += job.run_share
+                else:
+                    _release(job, staged, free)
                 running.remove(job)
         preempts.extend(decision.preempts)
 
