@@ -70,7 +70,7 @@ import numpy as np
 from simsched.errors import InputError
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
-from simsched.policies.placement import Placement
+from simsched.policies.placement import Placement, trial
 from simsched.policies.queue import _over_quota
 from simsched.policies.shares import (
     QuotaSource,
@@ -333,20 +333,21 @@ class MaxMinHeteroScheduler(QuotaSource):
         """Preempt jobs on group ``r`` of tenants above their allocation there (each staying at or above
         it without the job), newest start first, if that lets ``job`` start now; its nodes, or None."""
         t_of = self._t_index
+        place = trial(self.placement)  # trials on scratch lists: round robin's pointer stays (the start moves it)
         scratch = list(free)
-        trial = usage[:, r].copy()
+        held = usage[:, r].copy()
         chosen: list[JobView] = []
         nodes = None
         for victim in sorted(running_on.get(r, ()), key=lambda v: (-v.run_start, -v.index)):
             v = t_of[victim.tenant]
             gpus = held_gpus(victim)
-            if trial[v] - gpus < x[v, r] - _TOL:
+            if held[v] - gpus < x[v, r] - _TOL:
                 continue
-            trial[v] -= gpus
+            held[v] -= gpus
             for n in victim.running_nodes:
                 scratch[n] += victim.run_share
             chosen.append(victim)
-            nodes = self.placement(group, option.per_worker, job.workers, list(scratch))
+            nodes = place(group, option.per_worker, job.workers, list(scratch))
             if nodes is not None:
                 break
         if nodes is None:
@@ -357,7 +358,7 @@ class MaxMinHeteroScheduler(QuotaSource):
         for victim in victims:
             for n in victim.running_nodes:
                 check[n] += victim.run_share
-        if self.placement(group, option.per_worker, job.workers, list(check)) is None:
+        if place(group, option.per_worker, job.workers, list(check)) is None:
             victims = chosen
         for victim in victims:
             for n in victim.running_nodes:

@@ -72,7 +72,10 @@ def worst_fit(nodes: Sequence[int], per_worker: int, workers: int, free: list[in
 
 class RoundRobin:
     """Spark-style: a pointer per node group rotates over the nodes; each worker goes on
-    the first node at or after the pointer that fits, and the pointer moves past it."""
+    the first node at or after the pointer that fits, and the pointer moves past it.
+
+    Only a call moves the pointer: :meth:`peek` is the same placement without moving it (a
+    trial, see :func:`trial`), and :meth:`commit` moves it afterwards for the nodes started."""
 
     def __init__(self) -> None:
         self._pointer: dict[tuple[int, ...], int] = {}
@@ -80,13 +83,33 @@ class RoundRobin:
     def __call__(self, nodes: Sequence[int], per_worker: int, workers: int,
                  free: list[int]) -> tuple[int, ...] | None:
         key = tuple(nodes)
-        pointer = self._pointer.get(key, 0)
-        count = len(nodes)
+        placed = self._place(key, per_worker, workers, free)
+        if placed is None:
+            return None
+        taken, self._pointer[key] = placed
+        return taken
+
+    def peek(self, nodes: Sequence[int], per_worker: int, workers: int,
+             free: list[int]) -> tuple[int, ...] | None:
+        """The nodes a call would take (taken out of ``free``), the pointer left where it is."""
+        placed = self._place(tuple(nodes), per_worker, workers, free)
+        return None if placed is None else placed[0]
+
+    def commit(self, nodes: Sequence[int], taken: Sequence[int]) -> None:
+        """``taken`` (a :meth:`peek` on ``nodes``) was started: the pointer moves past its last node,
+        where the call itself would have left it."""
+        if taken:
+            key = tuple(nodes)
+            self._pointer[key] = (key.index(taken[-1]) + 1) % len(key)
+
+    def _place(self, key: tuple[int, ...], per_worker: int, workers: int,
+               free: list[int]) -> tuple[tuple[int, ...], int] | None:
+        count = len(key)
         taken: list[int] = []
-        position = pointer
+        position = self._pointer.get(key, 0)
         for _ in range(workers):
             for step in range(count):
-                n = nodes[(position + step) % count]
+                n = key[(position + step) % count]
                 if free[n] >= per_worker:
                     free[n] -= per_worker
                     taken.append(n)
@@ -95,8 +118,22 @@ class RoundRobin:
             else:
                 _undo(taken, per_worker, free)
                 return None
-        self._pointer[key] = position
-        return tuple(taken)
+        return tuple(taken), position
+
+
+def trial(placement: Placement) -> Placement:
+    """``placement`` for a trial whose nodes may not be started (on a scratch ``free``): a stateful
+    rule (round robin) keeps its state, a stateless one is itself. When the nodes of a trial are
+    started after all, :func:`commit` tells the rule, so that only starts move its state."""
+    return getattr(placement, "peek", placement)
+
+
+def commit(placement: Placement, nodes: Sequence[int], taken: Sequence[int]) -> None:
+    """``taken``, found by a :func:`trial` call of ``placement`` on ``nodes``, is started: a stateful
+    rule moves on as the call itself would have."""
+    record = getattr(placement, "commit", None)
+    if record is not None:
+        record(nodes, taken)
 
 
 #: placement name -> factory (one instance per scheduler: round robin keeps a pointer)

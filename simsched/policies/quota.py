@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from simsched.policies.base import Decision, JobView, Option, Scheduler, SchedulerView, Start
-from simsched.policies.placement import Placement, best_fit
+from simsched.policies.placement import Placement, best_fit, commit, trial
 from simsched.tenancy import Staged
 
 
@@ -300,13 +300,16 @@ class QuotaScheduler:
                  running: list[JobView], preempts: list[str]) -> Start | None:
         """Start ``job`` within its quota by preempting jobs of tenants above theirs, if that works."""
         groups = view.fleet.groups
+        # every placement below is a trial (round robin's pointer stays): only the start, if any, moves
+        # it, so a failed reclaim changes nothing at all (the reclaim pass relies on that)
+        place = trial(self.placement)
         for option in job.options:
             need = option.per_worker * job.workers
             if not staged.admits(job.tenant, option.cluster, option.gpu_type, need):
                 continue
             group = groups[option.cluster, option.gpu_type]
-            trial = list(free)
-            if self.placement(group, option.per_worker, job.workers, list(trial)) is not None:
+            scratch = list(free)
+            if place(group, option.per_worker, job.workers, list(scratch)) is not None:
                 return None  # it fits without anyone's GPUs: the borrowing pass will start it
             members = set(group)
             candidates = sorted((r for r in running if r.running_cluster == option.cluster
@@ -318,9 +321,9 @@ class QuotaScheduler:
             for victim in candidates:
                 if not trial_staged.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):
                     continue
-                _release(victim, trial_staged, trial)
+                _release(victim, trial_staged, scratch)
                 chosen.append(victim)
-                nodes = self.placement(group, option.per_worker, job.workers, list(trial))
+                nodes = place(group, option.per_worker, job.workers, list(scratch))
                 if nodes is not None:
                     break
             if nodes is None:
@@ -339,6 +342,7 @@ class QuotaScheduler:
                 preempts.append(victim.job_id)
             _take(free, nodes, option.per_worker)
             staged.add(job.tenant, option.cluster, option.gpu_type, need)
+            commit(self.placement, group, nodes)
             return Start(job.job_id, nodes)
         return None
 
