@@ -211,10 +211,17 @@ def test_maxmin_hetero_victims_are_given_back_to_the_quota_once(tmp_path):
             + ["b5,5,1000,1,b,K80", "a1,10,100,1,a,V100"])
     events = starts(tmp_path, "maxmin-hetero", jobs, THREE_TENANTS_TWO_TYPES, "borrow", header=HEADER + ",gpu_type",
                     scheduler='reclaim = "preempt"\nrestart_penalty_s = 5')
-    assert [e for e in events if e[0] <= 10] == [
+    assert events == [
         (0, "start", "c1"), (0, "start", "c2"), (0, "start", "c3"), (0, "start", "c4"),
         (1, "start", "b1"), (1, "start", "b2"), (1, "start", "b3"), (1, "start", "b4"),
-        (10, "preempt", "b4"), (10, "start", "a1")]
+        (10, "preempt", "b4"), (10, "start", "a1"),
+        # a1 ends: b4 (991 s left + the 5 s penalty) borrows the idle V100; the allocation of b and c
+        # alone would give b K80s held by c, but the borrowing pass preempts nobody: b5 waits (until
+        # 4 December 2026 it preempted c4 here) for the K80s to go idle
+        (110, "finish", "a1"), (110, "start", "b4"),
+        (1000, "finish", "c1"), (1000, "finish", "c2"), (1000, "finish", "c3"), (1000, "finish", "c4"),
+        (1000, "start", "b5"), (1001, "finish", "b1"), (1001, "finish", "b2"), (1001, "finish", "b3"),
+        (1106, "finish", "b4"), (2000, "finish", "b5")]
 
 
 # -- ftf -------------------------------------------------------------------------------------------
@@ -383,6 +390,52 @@ def test_fair_share_runs_every_job_and_keeps_strict_quotas(tmp_path_factory, cas
     for row in result.jobs.itertuples():
         if mode != "strict" or row.gpus <= quota[row.tenant] / 2:  # (on a K80 a V100 job may hold 2x)
             assert row.status == "done", (row.job_id, row.status)
+
+
+def preempted_for_borrowers(result, quota: dict[str, float]) -> list[float]:
+    """The times of preemptions for which no job within its tenant's quota started on the GPUs freed
+    (a start counts as within when its tenant's GPUs held before the decision, jobs running or
+    preempted then, plus the job's own, fit its quota). Under quota = "borrow" preemption is for
+    owners taking back their quota; a tenant goes beyond its quota on idle GPUs only."""
+    spells = result.spells
+    tenant = dict(zip(result.jobs["job_id"], result.jobs["tenant"]))
+    bad = []
+    for t in sorted(set(spells.loc[spells["end_event"] == "preempt", "end"])):
+        preempted = spells[(spells["end"] == t) & (spells["end_event"] == "preempt")]
+        freed = {(r.gpu_type, n) for r in preempted.itertuples() for n in str(r.nodes).split()}
+        before = spells[(spells["start"] < t) & ((spells["end"] > t) | spells["end"].isna()
+                                                 | ((spells["end"] == t) & (spells["end_event"] == "preempt")))]
+        held: dict[str, float] = {}
+        for r in before.itertuples():
+            held[tenant[r.job_id]] = held.get(tenant[r.job_id], 0.0) + r.share * r.workers / 1000
+        if not any({(r.gpu_type, n) for n in str(r.nodes).split()} & freed
+                   and held.get(tenant[r.job_id], 0.0) + r.share * r.workers / 1000 <= quota[tenant[r.job_id]] + 1e-9
+                   for r in spells[spells["start"] == t].itertuples()):
+            bad.append(t)
+    return bad
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=fair_cases(), reclaim=st.sampled_from(["preempt", "wait"]))
+def test_maxmin_hetero_borrows_only_idle_gpus(tmp_path_factory, case, reclaim):
+    """maxmin-hetero under quota = "borrow": every preemption makes room for a job within its tenant's
+    quota (the policy's own preemptions, within its allocation, happen only in the quota-checked first
+    pass; until 4 December 2026 its borrowing pass preempted too, for jobs beyond their quota), and
+    every job finishes."""
+    rows, quotas, _, _, backfill = case
+    tmp = tmp_path_factory.mktemp("borrow")
+    present = sorted({row.split(",")[4] for row in rows})
+    tenants = "".join(f'[[cluster.tenant]]\nname = "{name}"\ngpus = {q}\n'
+                      for name, q in zip("abc", quotas) if name in present)
+    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 8, gpu_type = "V100" }, '
+                '{ count = 1, gpus = 8, gpu_type = "K80" }]\n' + tenants)
+    path = write_scenario(tmp, clusters=clusters, jobs=rows, header=HEADER + ",gpu_type",
+                          scheduler=f'policy = "maxmin-hetero"\nquota = "borrow"\nreclaim = "{reclaim}"\n'
+                                    f'backfill = {backfill}\nheterogeneous = true\nrestart_penalty_s = 1')
+    result = simsched.run(path)
+    quota = {name: float(q) for name, q in zip("abc", quotas) if name in present}
+    assert preempted_for_borrowers(result, quota) == []
+    assert set(result.jobs["status"]) == {"done"}
 
 
 @settings(max_examples=60, deadline=None)

@@ -51,6 +51,11 @@ throughput first:
    again lowest normalised throughput first; such borrowed GPUs are taken
    back by step 1 at a later decision.
 
+Under ``quota = "borrow"`` the quota wrapper (simsched.policies.quota) asks
+twice: the first pass admits only starts within the tenants' quotas and may
+preempt as above; the second (borrowing) pass lends idle GPUs only, so step 1
+preempts nobody there.
+
 Deviations from Gavel: tenants, not jobs, are the entities (jobs of a tenant
 go in submit order); Gavel's time shares become whole GPUs held until a job
 ends or is preempted (no space-sharing, no per-round lease of every job); the
@@ -308,6 +313,9 @@ class MaxMinHeteroScheduler(QuotaSource):
         groups = view.fleet.groups
         cluster = self.allocation.cluster_for(job, view)
         admission = getattr(view, "admission", None)
+        # the quota wrapper's borrowing pass (quotas, but no admission: simsched.policies.quota, step 3)
+        # lends idle GPUs only: a job beyond its tenant's quota preempts nobody
+        may_preempt = admission is not None or getattr(view, "tenants", None) is None
         for option in job.options:
             if cluster is not None and option.cluster != cluster:
                 continue
@@ -319,7 +327,7 @@ class MaxMinHeteroScheduler(QuotaSource):
                 continue
             group = groups[option.cluster, option.gpu_type]
             nodes = self.placement(group, option.per_worker, job.workers, free)
-            if nodes is None and within:
+            if nodes is None and within and may_preempt:
                 nodes = self._reclaim(job, option, group, r, x, usage, free, running_on, view, preempts)
             if nodes is not None:
                 usage[t, r] += need
