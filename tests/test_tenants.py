@@ -208,6 +208,28 @@ def test_strict_quota_is_never_exceeded(tmp_path_factory, case):
             assert row.status == "unfinished"
 
 
+@pytest.mark.parametrize("policy, backfill", [("las", "true"), ("fifo", '"easy"'), ("sjf", '"conservative"')])
+def test_borrow_with_a_policy_that_mirrors_the_queue(tmp_path, policy, backfill):
+    """las and the reservation walks keep a mirror of the queue between decisions and check it by
+    counting; under quotas they are asked about part of the queue (the jobs within quota), then in
+    the same decision about the rest, minus what the reclaim step started. At 33 here j3 (a) does
+    not fit and reclaims j4's GPUs in the reclaim step; the borrowing pass then sees j2 alone, one
+    job as the mirror held (j3), so the mirror passed the count and the policy started j3 a second
+    time: the run stopped with "cannot start job 'j3': it is not queued". Such a policy now gets
+    every queued job as new in those views (SubView ``fresh``) and rebuilds its mirror."""
+    rows = ["j0,26,41,2,c,V100", "j1,32,30,3,c,V100", "j2,31,34,4,c,V100", "j3,33,54,3,a,K80", "j4,2,70,8,c,V100",
+            "j5,48,78,3,c,K80", "j6,39,13,1,a,V100"]
+    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 8, gpu_type = "V100" }, '
+                '{ count = 1, gpus = 8, gpu_type = "K80" }]\n'
+                + "".join(f'[[cluster.tenant]]\nname = "{name}"\ngpus = {q}\n' for name, q in (("a", 3), ("c", 5))))
+    result = run(tmp_path, f'policy = "{policy}"\nbackfill = {backfill}\nquota = "borrow"\nreclaim = "preempt"\n'
+                           'heterogeneous = true\nrestart_penalty_s = 1', jobs=rows, clusters=clusters,
+                 header=HEADER + ",gpu_type")
+    assert set(result.jobs["status"]) == {"done"}
+    starts = [(t, j) for t, e, j in events(result) if e == "start"]
+    assert (33, "j3") in starts and sum(j == "j3" for _, j in starts) == 1
+
+
 # ------------------------------------------------------------------ tenants from traces and mixes
 def test_readers_carry_the_tenant(traces_dir):
     from simsched.workloads.readers.itp import read_itp

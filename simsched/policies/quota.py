@@ -41,13 +41,17 @@ class SubView:
     """A view over part of the state a decision starts from (implements ``SchedulerView``):
     some of the queued jobs, the running ones and the free GPUs after the starts already chosen."""
 
-    __slots__ = ("now", "fleet", "free", "_queue", "_running", "_without", "tenants", "admission", "_base")
+    __slots__ = ("now", "fleet", "free", "_queue", "_running", "_without", "tenants", "admission", "_base",
+                 "_fresh")
 
     def __init__(self, base: SchedulerView, queue: Sequence[JobView] | None, running: Sequence[JobView] | None,
-                 free: Sequence[int], admission: Admission | None, without: set[str] | None = None) -> None:
+                 free: Sequence[int], admission: Admission | None, without: set[str] | None = None,
+                 fresh: bool = False) -> None:
         """``queue`` / ``running`` None: the base view's (read on use); ``without``: the ids of queued
-        jobs of the base view to leave out of its queue (read on use)."""
+        jobs of the base view to leave out of its queue (read on use). ``fresh``: every queued job
+        counts as new to :meth:`queued_after` (below)."""
         self._base = base
+        self._fresh = fresh
         self.now = base.now
         self.fleet = base.fleet
         self.tenants = base.tenants
@@ -76,6 +80,14 @@ class SubView:
         return len(self._queue)
 
     def queued_after(self, seq: int) -> list[JobView]:
+        """The queued jobs after ``seq``, newest first. A ``fresh`` view (a policy that does not check
+        quotas itself sees part of the queue, another part in the same decision, and jobs the wrapper
+        started) gives every queued job: a policy that mirrors the queue between decisions (las, the
+        reservation walks) checks its mirror by counting, which such a queue can fool (a job it did
+        not start gone, an older one it never saw there), and would start a job twice; given every
+        job, it rebuilds its mirror."""
+        if self._fresh:
+            return sorted(self.queue, key=lambda job: job.queue_seq, reverse=True)
         if self._queue is None:
             out = self._base.queued_after(seq)
             return out if self._without is None else [job for job in out if job.job_id not in self._without]
@@ -192,7 +204,7 @@ class QuotaScheduler:
         else:
             eligible = [job for job in queue if any(
                 staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers) for o in job.options)]
-            decision = self.policy.decide(SubView(view, eligible, None, free, None))
+            decision = self.policy.decide(SubView(view, eligible, None, free, None, fresh=True))
         running = list(view.running)
         # (a walk with an admission gave its victims' GPUs back to ``staged`` itself: not twice)
         self._take_preempts(decision, view, staged, free, running, preempts,
@@ -227,7 +239,7 @@ class QuotaScheduler:
         # 3. borrow idle GPUs
         if view.queue_length > len(started) and any(free):
             # (``started``: jobs of the queue, as the engine checks; ``running`` changed only by preemptions)
-            second = SubView(view, None, running if preempts else None, free, None, started)
+            second = SubView(view, None, running if preempts else None, free, None, started, fresh=not self.native)
             decision = self.policy.decide(second)
             self._take_preempts(decision, view, staged, free, running, preempts)
             for start in decision.starts:
