@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "full", "fig9b-full"),
           ("fig9a.toml", "medium", "fig9a-medium"),
           ("fig11a.toml", "medium", "fig11a-medium"),
-          ("fig4.toml", "medium", "fig4-medium-arrival")]
+          ("fig4.toml", "medium", "fig4-medium-arrival"),
+          ("learned_test.toml", "medium", "learned-test-medium"),
+          ("fig5.toml", "medium", "fig5-medium")]
 
 
 @pytest.mark.parametrize("spec_name, preset, folder", STORES)
