@@ -80,3 +80,13 @@ def test_tables_only_reports_complete_instances_and_runs_nothing(store: Path, tm
     assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(copy), "--tables-only", "--quiet"]) == 2
     assert "no instance of fig4 has all its runs" in capsys.readouterr().err
     assert (copy / "results.csv").read_bytes() == before  # nothing was run
+
+
+@pytest.mark.parametrize("mode", [["--verify", "1"], ["--tables-only"]])
+@pytest.mark.parametrize("flag", ["--plots", "--report"])
+def test_plots_are_not_silently_dropped_by_verify_or_tables_only(store: Path, capsys, mode, flag) -> None:
+    before = {p.name: p.read_bytes() for p in store.iterdir() if p.is_file()}
+    assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(store), *mode, flag]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "python -m simsched plot" in err[0], err
+    assert {p.name: p.read_bytes() for p in store.iterdir() if p.is_file()} == before

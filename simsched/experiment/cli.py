@@ -66,6 +66,10 @@ def experiment_command(argv: list[str]) -> int:
     out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
     if args.only and not args.verify:
         raise InputError("python -m simsched experiment: --only needs --verify K")
+    if (args.verify or args.tables_only) and (args.plots or args.report):
+        used = "--verify" if args.verify else "--tables-only"
+        raise InputError(f"python -m simsched experiment: --plots and --report are not made with {used}; "
+                         f"draw them with: python -m simsched plot {out}")
     if args.verify:
         return _verify(spec, out, args)
     if args.tables_only:
