@@ -18,7 +18,8 @@ STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "fu
           ("fig11a.toml", "medium", "fig11a-medium"),
           ("fig4.toml", "medium", "fig4-medium-arrival"),
           ("learned_test.toml", "medium", "learned-test-medium"),
-          ("fig5.toml", "medium", "fig5-medium")]
+          ("fig5.toml", "medium", "fig5-medium"),
+          ("fig11b.toml", "medium", "fig11b-medium")]
 
 
 @pytest.mark.parametrize("spec_name, preset, folder", STORES)
