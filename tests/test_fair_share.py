@@ -367,21 +367,27 @@ def fair_cases(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=fair_cases())
-def test_fair_share_runs_every_job_and_keeps_strict_quotas(tmp_path_factory, case):
-    """On a V100 node and a K80 node (8 GPUs each; typed jobs may run on the other type), every
-    fair-share policy under every quota mode: the engine accepts every decision, every job that
-    fits its tenant's quota finishes, and under "strict" no tenant ever holds more than its quota."""
-    rows, quotas, policy, mode, backfill = case
-    tmp = tmp_path_factory.mktemp("fair")
+def _two_type_scenario(tmp, rows, quotas, scheduler: str):
+    """A V100 node and a K80 node (8 GPUs each) with the quotas of the tenants the jobs name, the
+    jobs of a fair_cases() draw, heterogeneous placement and a 1 s restart penalty; and those tenants."""
     present = sorted({row.split(",")[4] for row in rows})
     tenants = "".join(f'[[cluster.tenant]]\nname = "{name}"\ngpus = {q}\n'
                       for name, q in zip("abc", quotas) if name in present)
     clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 8, gpu_type = "V100" }, '
                 '{ count = 1, gpus = 8, gpu_type = "K80" }]\n' + tenants)
     path = write_scenario(tmp, clusters=clusters, jobs=rows, header=HEADER + ",gpu_type",
-                          scheduler=f'policy = "{policy}"\nquota = "{mode}"\nbackfill = {backfill}\n'
-                                    'heterogeneous = true\nrestart_penalty_s = 1')
+                          scheduler=scheduler + "\nheterogeneous = true\nrestart_penalty_s = 1")
+    return path, present
+
+
+@given(case=fair_cases())
+def test_fair_share_runs_every_job_and_keeps_strict_quotas(tmp_path_factory, case):
+    """On a V100 node and a K80 node (8 GPUs each; typed jobs may run on the other type), every
+    fair-share policy under every quota mode: the engine accepts every decision, every job that
+    fits its tenant's quota finishes, and under "strict" no tenant ever holds more than its quota."""
+    rows, quotas, policy, mode, backfill = case
+    path, present = _two_type_scenario(tmp_path_factory.mktemp("fair"), rows, quotas,
+                              f'policy = "{policy}"\nquota = "{mode}"\nbackfill = {backfill}')
     result = simsched.run(path)
     quota = {name: q for name, q in zip("abc", quotas) if name in present}
     if mode == "strict":
@@ -423,15 +429,9 @@ def test_maxmin_hetero_borrows_only_idle_gpus(tmp_path_factory, case, reclaim):
     pass; until 4 December 2026 its borrowing pass preempted too, for jobs beyond their quota), and
     every job finishes."""
     rows, quotas, _, _, backfill = case
-    tmp = tmp_path_factory.mktemp("borrow")
-    present = sorted({row.split(",")[4] for row in rows})
-    tenants = "".join(f'[[cluster.tenant]]\nname = "{name}"\ngpus = {q}\n'
-                      for name, q in zip("abc", quotas) if name in present)
-    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 8, gpu_type = "V100" }, '
-                '{ count = 1, gpus = 8, gpu_type = "K80" }]\n' + tenants)
-    path = write_scenario(tmp, clusters=clusters, jobs=rows, header=HEADER + ",gpu_type",
-                          scheduler=f'policy = "maxmin-hetero"\nquota = "borrow"\nreclaim = "{reclaim}"\n'
-                                    f'backfill = {backfill}\nheterogeneous = true\nrestart_penalty_s = 1')
+    path, present = _two_type_scenario(tmp_path_factory.mktemp("borrow"), rows, quotas,
+                              f'policy = "maxmin-hetero"\nquota = "borrow"\nreclaim = "{reclaim}"\n'
+                              f'backfill = {backfill}')
     result = simsched.run(path)
     quota = {name: float(q) for name, q in zip("abc", quotas) if name in present}
     assert preempted_for_borrowers(result, quota) == []
