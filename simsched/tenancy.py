@@ -63,6 +63,10 @@ class Tenancy:
         changes = sorted({t for _, s in self._schedules for t in s.times})
         self.change_times: tuple[float, ...] = tuple(changes)
         self._applied = -1  # index into change_times of the last schedule step applied
+        # the quota keys (tenants, OTHER for a pool) that gave GPUs back in a cluster with quotas, in
+        # order: a room grows only then (or when the dated table moves), which the queue walk's
+        # memory of quota refusals reads (Staged.mark, Staged.grown_since)
+        self._released: list[str | None] = []
         self.version = 0  # grows whenever a usage or a quota changes (policies cache on it)
         self.update(0.0)
         self._set_other_pools()
@@ -107,6 +111,8 @@ class Tenancy:
         if (cluster, key) in self._per_type:
             self._type_usage[cluster, key, gpu_type] = self._type_usage.get((cluster, key, gpu_type), 0) + milli
         self._tenant_usage[tenant] = self._tenant_usage.get(tenant, 0) + milli
+        if milli < 0 and self._limited[cluster]:
+            self._released.append(key)
         self.version += 1
 
     # -- policy side (read only) ---------------------------------------------------
@@ -227,33 +233,26 @@ class Staged:
         if (cluster, key) in tenancy._per_type:
             self._type_delta[cluster, key, gpu_type] = self._type_delta.get((cluster, key, gpu_type), 0) + milli
 
-    def used(self) -> tuple[int, dict[tuple, int]]:
-        """What every room depends on besides the quotas, as the decision stands: the dated table's
-        row in force, and the milli-GPUs used per quota key (cluster, key) and per (cluster, key,
-        type). A queue walk keeps this to tell later whether a refusal still holds."""
-        tenancy = self.tenancy
-        used = {**tenancy._usage, **tenancy._type_usage}  # keys of 2 and of 3 elements: disjoint
-        for deltas in (self._delta, self._type_delta):
-            for k, d in deltas.items():
-                used[k] = used.get(k, 0) + d
-        return tenancy._applied, used
+    def mark(self) -> tuple[int, int]:
+        """Where the rooms stand, for :meth:`grown_since` to tell later whose room grew: the dated
+        table's row in force and how many releases the ledger has seen. A queue walk keeps this to
+        tell whether a quota refusal still holds."""
+        return self.tenancy._applied, len(self.tenancy._released)
 
-    def grown_since(self, before: tuple[int, dict[tuple, int]] | None) -> set[str | None] | None:
-        """The tenants whose room in some limited cluster is larger now than at ``before`` (a
-        :meth:`used` snapshot); None when any tenant's may be (the dated quotas moved, or the pool
-        of unlisted tenants grew)."""
+    def grown_since(self, before: tuple[int, int] | None) -> set[str | None] | None:
+        """The tenants whose room in some cluster with quotas may be larger now than at ``before`` (a
+        :meth:`mark`): those that gave GPUs back since, in the ledger or staged in this decision;
+        None when any tenant's may be (no mark, the dated quotas moved, or the pool of unlisted
+        tenants grew). A release followed by a new hold counts as growth: a tenant may be named
+        that did not grow, never the other way round."""
         tenancy = self.tenancy
         if before is None or before[0] != tenancy._applied:
             return None
-        if not self._delta and not self._type_delta and not tenancy._type_usage:
-            now = tenancy._usage  # the usual case at a decision's start: no copy
-        else:
-            now = self.used()[1]
-        then = before[1]
-        if now == then:
-            return set()
-        limited = tenancy._limited
-        grown = {k[1] for k, v in then.items() if now.get(k, 0) < v and limited[k[0]]}
+        released = tenancy._released
+        grown = set(released[before[1]:]) if len(released) > before[1] else set()
+        for deltas in (self._delta, self._type_delta):
+            if deltas:
+                grown.update(k[1] for k, d in deltas.items() if d < 0)
         return None if OTHER in grown else grown
 
     def roomy_tenants(self) -> set[str | None]:

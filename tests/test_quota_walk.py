@@ -211,13 +211,38 @@ def test_round_robin_peek_then_commit_is_a_call(free, pointer, per_worker, worke
     assert trial(PLACEMENTS["best_fit"]()) is PLACEMENTS["best_fit"]()  # stateless: itself
 
 
+class CountingWalk(QueueScheduler):
+    """The queue walk, counting the borrowing passes that continued its own walk and started jobs."""
+
+    continued = 0
+
+    def borrow_pass(self, view):
+        decision = super().borrow_pass(view)
+        if decision is not None and decision.starts:
+            CountingWalk.continued += 1
+        return decision
+
+
+class CountingQuota(QuotaScheduler):
+    """The wrapper, counting the decisions that took the general steps 2 and 3 (a reclaim possible)."""
+
+    general = 0
+
+    def _reclaim_pass(self, *args):
+        CountingQuota.general += 1
+        return super()._reclaim_pass(*args)
+
+
 def test_the_workloads_exercise_every_step():
-    """The random workloads above do borrow and reclaim (else the test proves little)."""
+    """The random workloads above do borrow and reclaim (else the test proves little), and take both
+    ways through borrow's steps 2 and 3: the walk continued over its own buckets, and the general
+    steps when a reclaim may succeed."""
     found = {"reclaimed": 0, "borrowed": 0}
+    CountingWalk.continued = CountingQuota.general = 0
     for seed in range(6):
         jobs = workload(seed, 70)
-        scheduler = QuotaScheduler(QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), ALLOCATIONS["home"]()),
-                                   "borrow", "preempt", PLACEMENTS["best_fit"]())
+        scheduler = CountingQuota(CountingWalk(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), ALLOCATIONS["home"]()),
+                                  "borrow", "preempt", PLACEMENTS["best_fit"]())
         log = events(scheduler, jobs, "borrow", "preempt", True)
         found["reclaimed"] += sum(event == "preempt" for _, event, _, _ in log)
         strict = events(QuotaScheduler(QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](),
@@ -226,6 +251,8 @@ def test_the_workloads_exercise_every_step():
         first = {job_id: t for t, event, job_id, _ in strict if event == "start"}
         borrowed = {job_id: t for t, event, job_id, _ in log if event == "start"}
         found["borrowed"] += sum(borrowed.get(j, 1e18) < first.get(j, 1e18) for j in borrowed)
+    found["continued walk started jobs"] = CountingWalk.continued
+    found["general steps"] = CountingQuota.general
     assert all(count > 0 for count in found.values()), found
 
 

@@ -92,7 +92,7 @@ def could_fit(job: JobView, cluster: int | None, groups: dict, free: list[int]) 
 class SortedBucket:
     """Queued jobs of one signature in (key, submit, index) order, kept between decisions."""
 
-    __slots__ = ("signature", "cluster", "keys", "jobs", "pos")
+    __slots__ = ("signature", "cluster", "keys", "jobs", "pos", "local", "least")
 
     def __init__(self, signature: tuple) -> None:
         self.signature = signature
@@ -138,6 +138,7 @@ class ColumnBucket:
     """
 
     __slots__ = ("signature", "cluster", "columns", "jobs", "order", "size", "keys", "taken", "_head", "_key",
+                 "local", "least",
                  "_out")
 
     def __init__(self, signature: tuple, ordering) -> None:
@@ -256,6 +257,8 @@ class QueueScheduler:
         # the kinds of job that failed to start, while they still fail (simsched.policies.walk_memory):
         # a blocked queue costs almost nothing to re-check
         self._memory = WalkMemory()
+        # the free GPUs the last walk with quotas left, while borrow_pass may continue it
+        self._after_walk: list[int] | None = None
         self._last_seq = -1
         # Bucketed queue (static allocation): signature -> bucket, and each job's signature.
         self._bucketed = not self._plans and (ordering.static or self._vector is not None) and reserve == "none"
@@ -286,6 +289,10 @@ class QueueScheduler:
             bucket = self._buckets[signature] = (
                 SortedBucket(signature) if self._vector is None
                 else ColumnBucket(signature, self.ordering))
+            # facts of the kind: all its options in its cluster? the fewest milli-GPUs per worker there
+            shares = [o.per_worker for o in job.options if bucket.cluster is None or o.cluster == bucket.cluster]
+            bucket.local = len(shares) == len(job.options)
+            bucket.least = min(shares, default=math.inf)
         bucket.add(job, self._sort_key(job, view) if self._vector is None else view)
 
     def _sync(self, view: SchedulerView) -> None:
@@ -328,20 +335,43 @@ class QueueScheduler:
         # with backfill off a failure also depends on which clusters are blocked, which can differ
         # between decisions with the same free GPUs: reuse failures only when backfilling
         memory.begin(free, admission, backfill)
-        failed, full, refused = memory.options, memory.full, memory.quota_failures(admission)
+        full, refused = memory.full, memory.quota_failures(admission)
         vector = self._vector is not None
         heap: list = []
+        most = None  # the most free milli-GPUs on one node (computed when first needed)
         for order, (signature, bucket) in enumerate(buckets.items()):
             if backfill:
                 if signature[:3] in full or signature in refused:
                     continue
+                if admission is None:  # (with quotas a refusal is the longer-lived memory: ask first)
+                    if most is None:
+                        most = max(free, default=0)
+                    if bucket.least > most:
+                        full.add(signature[:3])  # no node has room for one worker: no placement fits
+                        continue
                 if vector and not could_fit(bucket.jobs[0], bucket.cluster, groups, free):
                     full.add(signature[:3])  # cannot fit now, so neither later in this walk
                     continue
             if not bucket.begin(self.ordering, view.now):
+                self._after_walk = None
                 return self._decide_sorted_fallback(view)
             key, job = bucket.head()
             heap.append((key, order, bucket, job))
+        starts = self._merge(heap, view, free, admission)
+        memory.end(free, admission)
+        # quota = "borrow" may go on over the same buckets (borrow_pass): only after a backfilling walk
+        self._after_walk = free if admission is not None and backfill else None
+        return Decision(tuple(starts))
+
+    def _merge(self, heap: list, view: SchedulerView, free: list[int], admission) -> list[Start]:
+        """Merge the buckets' heads in ``heap`` (key, order, bucket, job) in key order, starting every
+        job that fits ``free`` (and ``admission``'s quotas); the buckets forget the jobs started."""
+        buckets = self._buckets
+        groups = view.fleet.groups
+        backfill = self.backfill
+        memory = self._memory
+        full, refused = memory.full, memory.quota_failures(admission)
+        failed = memory.options
         heapq.heapify(heap)
         blocked: set[int] = set()
         cluster_count = len(view.fleet.cluster_names)
@@ -374,7 +404,59 @@ class QueueScheduler:
                 del buckets[bucket.signature]
         for start in starts:
             del self._signature_of[start.job_id]
-        memory.end(free, admission)
+        return starts
+
+    def waiting_kinds(self) -> list[JobView] | None:
+        """Right after a backfilling walk with quotas (``view.admission``): one waiting job of each
+        kind (signature: cluster, options, workers, tenant) that its tenant's quota may still admit
+        somewhere, all that a reclaim depends on; None otherwise. Left out: the kinds whose every
+        option lies in their cluster and was refused for the quota in this walk or, the refusal
+        still holding, an earlier one (rooms only shrink during a walk)."""
+        if self._after_walk is None:
+            return None
+        quota = self._memory.quota
+        out = []
+        for signature, bucket in self._buckets.items():
+            # every option in its cluster refused, and it has no other
+            if quota.get(signature) is False and bucket.local:
+                continue
+            out.append(bucket.jobs[0])
+        return out
+
+    def borrow_pass(self, view: SchedulerView) -> Decision | None:
+        """Step 3 of ``quota = "borrow"`` (simsched.policies.quota), right after the walk within quotas
+        when nothing changed since (no reclaim): the walk again over every waiting job, without
+        quotas, with the GPUs the walk left. Exactly the same starts as a new walk over a view of the
+        waiting jobs, cheaper: every kind of job still waiting failed in the first walk, either for its
+        shape (it fits no free GPUs, and they only shrank) or for its tenant's quota, so only the kinds
+        refused for quotas are merged. None when the first walk was not one this applies to."""
+        free = self._after_walk
+        self._after_walk = None
+        if free is None:
+            return None
+        memory = self._memory
+        memory.begin(free, None, True)  # the free GPUs the last walk ended with: every failure holds
+        full, quota = memory.full, memory.quota
+        groups = view.fleet.groups
+        vector = self._vector is not None
+        heap: list = []
+        most = max(free, default=0)
+        if most:
+            for order, (signature, bucket) in enumerate(self._buckets.items()):
+                if signature not in quota or signature[:3] in full:
+                    continue
+                if bucket.least > most:
+                    full.add(signature[:3])  # (as in _decide_buckets)
+                    continue
+                if vector and not could_fit(bucket.jobs[0], bucket.cluster, groups, free):
+                    full.add(signature[:3])
+                    continue
+                if not bucket.begin(self.ordering, view.now):  # (keys were numbers a moment ago)
+                    return None
+                key, job = bucket.head()
+                heap.append((key, order, bucket, job))
+        starts = self._merge(heap, view, free, None) if heap else []
+        memory.end(free, None)
         return Decision(tuple(starts))
 
     def _decide_sorted_fallback(self, view: SchedulerView) -> Decision:

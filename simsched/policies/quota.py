@@ -23,7 +23,11 @@ tenant's share. One decision is:
    borrowed jobs end, before anyone borrows again.
 
 The policy is asked once per decision under ``strict`` and twice under
-``borrow``; it never sees a job it may not start in step 1. Only the engine
+``borrow``; it never sees a job it may not start in step 1. The built-in
+queue walk does steps 2 and 3 more cheaply when no reclaim can succeed (no
+waiting job has an option its tenant's room admits in a cluster with quotas,
+which is what a reclaim needs): step 3 then continues the walk over its own
+buckets (``QueueScheduler.borrow_pass``), with the same starts. Only the engine
 changes state: this returns a Decision, and :class:`~simsched.tenancy.Tenancy`
 changes when the engine applies it.
 """
@@ -168,6 +172,8 @@ class QuotaScheduler:
         self.native = bool(getattr(policy, "supports_admission", False))
         if self.native:
             policy.by_tenant = True  # jobs of different tenants no longer fit or fail together
+        # a walk that can continue over its own queue for step 3 (QueueScheduler.borrow_pass)
+        self._continues = self.native and mode == "borrow" and hasattr(policy, "borrow_pass")
         interval = getattr(policy, "interval_s", None)
         if interval:
             self.interval_s = interval
@@ -190,18 +196,21 @@ class QuotaScheduler:
         staged = Staged(tenancy)
         if self.native and self.mode == "strict":  # 1. within quota: the walk admits every start itself
             return self.policy.decide(SubView(view, None, None, view.free, Admission(staged)))
-        free = list(view.free)
-        fleet = view.fleet
-        queue = view.queue
-        starts: list[Start] = []
-        preempts: list[str] = []
-        started: set[str] = set()
         # 1. within quota
         admission = None
         if self.native:
             admission = Admission(staged)
-            decision = self.policy.decide(SubView(view, None, None, free, admission))
-        else:
+            decision = self.policy.decide(SubView(view, None, None, view.free, admission))
+            fast = self._borrow_after_walk(decision, view, staged) if self._continues else None
+            if fast is not None:
+                return fast
+        free = list(view.free)
+        fleet = view.fleet
+        starts: list[Start] = []
+        preempts: list[str] = []
+        started: set[str] = set()
+        queue = view.queue  # (built on first use: the quick path above never needs it)
+        if not self.native:
             eligible = [job for job in queue if any(
                 staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers) for o in job.options)]
             decision = self.policy.decide(SubView(view, eligible, None, free, None, fresh=True))
@@ -245,6 +254,30 @@ class QuotaScheduler:
             for start in decision.starts:
                 starts.append(start)
         return Decision(tuple(starts), tuple(preempts))
+
+    def _borrow_after_walk(self, decision: Decision, view: SchedulerView, staged: Staged) -> Decision | None:
+        """Steps 2 and 3 straight after the queue walk's step 1, when they can be cheap: no reclaim
+        can succeed (no waiting job has an option in a cluster with quotas that its tenant's room
+        admits: the only kind :meth:`_reclaim` starts), so step 3 continues the walk over its own
+        buckets (``QueueScheduler.borrow_pass``). The same starts as the steps below; None when this
+        does not apply (the walk preempted, a reclaim may succeed, or the walk cannot continue)."""
+        policy = self.policy
+        if decision.preempts:
+            return None
+        if self.reclaim == "preempt":
+            kinds = policy.waiting_kinds()
+            if kinds is None:
+                return None
+            limited = staged.tenancy._limited
+            for job in kinds:
+                workers = job.workers
+                for o in job.options:
+                    if limited[o.cluster] and staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * workers):
+                        return None
+        more = policy.borrow_pass(view)
+        if more is None:
+            return None
+        return Decision(decision.starts + more.starts) if more.starts else decision
 
     def _reclaim_pass(self, queue: Sequence[JobView], view: SchedulerView, staged: Staged, free: list[int],
                       running: list[JobView], preempts: list[str], starts: list[Start], started: set[str]) -> None:

@@ -15,7 +15,8 @@ with what it depends on:
 - **over quota**: the tenant's quota refuses every option (tenants' quotas,
   simsched.policies.quota). It does not depend on the free GPUs; it holds
   while the tenant's room has not grown (no job of the tenant ended or was
-  preempted, the dated quota table did not move).
+  preempted, the dated quota table did not move: the ledger logs every
+  release, ``Staged.mark`` / ``Staged.grown_since``).
 - **mixed**: some options refused by the quota, the others full. It holds
   while both hold.
 
@@ -38,7 +39,7 @@ _NONE: frozenset = frozenset()
 class WalkMemory:
     """The failures a queue walk may reuse (see the module docstring)."""
 
-    __slots__ = ("free_after", "options", "full", "quota", "used_after")
+    __slots__ = ("free_after", "options", "full", "quota", "mixed", "by_tenant", "mark")
 
     def __init__(self) -> None:
         self.free_after: list[int] | None = None  # the free GPUs the last walk ended with
@@ -46,26 +47,40 @@ class WalkMemory:
         self.options: set[tuple] = set()
         self.full: set[tuple] = set()  # job shapes (cluster, id(options), workers) none of whose options fit
         # signatures refused (partly) for their tenant's quota -> True when the refusal is mixed
-        # (it also depends on the free GPUs)
+        # (it also depends on the free GPUs); ``mixed`` those, ``by_tenant`` them all by tenant
+        # (what to forget when the free GPUs change, when a tenant's room grows)
         self.quota: dict[tuple, bool] = {}
-        self.used_after: tuple | None = None  # the ledger after the last walk with an admission (Staged.used)
+        self.mixed: set[tuple] = set()
+        self.by_tenant: dict[str | None, set[tuple]] = {}
+        self.mark: tuple | None = None  # the ledger's mark after the last walk with an admission (Staged.mark)
+
+    def _forget_quota(self) -> None:
+        self.quota, self.mixed, self.by_tenant = {}, set(), {}
 
     def begin(self, free: list[int], admission, reuse: bool) -> None:
         """Forget what may no longer hold for a walk starting from ``free`` under ``admission``."""
         if not reuse:
-            self.options, self.full, self.quota = set(), set(), {}
-            self.used_after = None
+            self.options, self.full = set(), set()
+            self._forget_quota()
+            self.mark = None
             return
         if free != self.free_after:
             self.options, self.full = set(), set()
-            if self.quota:
-                self.quota = {s: mixed for s, mixed in self.quota.items() if not mixed}
+            if self.mixed:
+                quota = self.quota
+                for signature in self.mixed:
+                    del quota[signature]
+                self.mixed = set()
         if admission is not None and self.quota:
-            grown = admission.staged.grown_since(self.used_after)
+            grown = admission.staged.grown_since(self.mark)
             if grown is None:
-                self.quota = {}
+                self._forget_quota()
             elif grown:
-                self.quota = {s: mixed for s, mixed in self.quota.items() if s[3] not in grown}
+                quota, mixed, by_tenant = self.quota, self.mixed, self.by_tenant
+                for tenant in grown:
+                    for signature in by_tenant.pop(tenant, ()):
+                        if quota.pop(signature, None):
+                            mixed.discard(signature)
 
     def quota_failures(self, admission) -> dict | frozenset:
         """The quota failures this walk may skip (none without an admission)."""
@@ -77,10 +92,20 @@ class WalkMemory:
         if not refused:
             self.full.add(signature[:3])
         elif len(signature) == 4:  # (cluster, options, workers, tenant): see QueueScheduler._signature
-            self.quota[signature] = refused < asked
+            mixed = refused < asked
+            self.quota[signature] = mixed
+            if mixed:
+                self.mixed.add(signature)
+            else:
+                self.mixed.discard(signature)
+            tenant = self.by_tenant.get(signature[3])
+            if tenant is None:
+                self.by_tenant[signature[3]] = {signature}
+            else:
+                tenant.add(signature)
 
     def end(self, free: list[int], admission) -> None:
         """The walk ended leaving ``free`` (after its starts, charged to ``admission``)."""
         self.free_after = free
         if admission is not None:
-            self.used_after = admission.staged.used()
+            self.mark = admission.staged.mark()
