@@ -63,10 +63,11 @@ class Tenancy:
         changes = sorted({t for _, s in self._schedules for t in s.times})
         self.change_times: tuple[float, ...] = tuple(changes)
         self._applied = -1  # index into change_times of the last schedule step applied
-        # the quota keys (tenants, OTHER for a pool) that gave GPUs back in a cluster with quotas, in
-        # order: a room grows only then (or when the dated table moves), which the queue walk's
-        # memory of quota refusals reads (Staged.mark, Staged.grown_since)
-        self._released: list[str | None] = []
+        # releases in clusters with quotas, counted, and the count at each quota key's (tenant's, OTHER
+        # for a pool) last one: a room grows only then (or when the dated table moves), which the
+        # queue walk's memory of quota refusals reads (Staged.mark, Staged.grown_since)
+        self._releases = 0
+        self._last_release: dict[str | None, int] = {}
         self.version = 0  # grows whenever a usage or a quota changes (policies cache on it)
         self.update(0.0)
         self._set_other_pools()
@@ -112,7 +113,8 @@ class Tenancy:
             self._type_usage[cluster, key, gpu_type] = self._type_usage.get((cluster, key, gpu_type), 0) + milli
         self._tenant_usage[tenant] = self._tenant_usage.get(tenant, 0) + milli
         if milli < 0 and self._limited[cluster]:
-            self._released.append(key)
+            self._releases += 1
+            self._last_release[key] = self._releases
         self.version += 1
 
     # -- policy side (read only) ---------------------------------------------------
@@ -235,9 +237,9 @@ class Staged:
 
     def mark(self) -> tuple[int, int]:
         """Where the rooms stand, for :meth:`grown_since` to tell later whose room grew: the dated
-        table's row in force and how many releases the ledger has seen. A queue walk keeps this to
+        table's row in force and how many releases the ledger has counted. A queue walk keeps this to
         tell whether a quota refusal still holds."""
-        return self.tenancy._applied, len(self.tenancy._released)
+        return self.tenancy._applied, self.tenancy._releases
 
     def grown_since(self, before: tuple[int, int] | None) -> set[str | None] | None:
         """The tenants whose room in some cluster with quotas may be larger now than at ``before`` (a
@@ -248,8 +250,9 @@ class Staged:
         tenancy = self.tenancy
         if before is None or before[0] != tenancy._applied:
             return None
-        released = tenancy._released
-        grown = set(released[before[1]:]) if len(released) > before[1] else set()
+        since = before[1]
+        grown = ({key for key, at in tenancy._last_release.items() if at > since} if tenancy._releases > since
+                 else set())
         for deltas in (self._delta, self._type_delta):
             if deltas:
                 grown.update(k[1] for k, d in deltas.items() if d < 0)

@@ -15,8 +15,8 @@ with what it depends on:
 - **over quota**: the tenant's quota refuses every option (tenants' quotas,
   simsched.policies.quota). It does not depend on the free GPUs; it holds
   while the tenant's room has not grown (no job of the tenant ended or was
-  preempted, the dated quota table did not move: the ledger logs every
-  release, ``Staged.mark`` / ``Staged.grown_since``).
+  preempted, the dated quota table did not move: the ledger counts
+  releases, ``Staged.mark`` / ``Staged.grown_since``).
 - **mixed**: some options refused by the quota, the others full. It holds
   while both hold.
 
