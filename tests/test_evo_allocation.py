@@ -347,3 +347,75 @@ def test_generation_kernel_equals_the_python_loop() -> None:
             new_pop, new_fit = out_pop, out_fit
             np.testing.assert_array_equal(new_pop, old_pop)
             np.testing.assert_array_equal(new_fit, old_fit)
+
+
+def _kernel_reference(instance: AllocationInstance, unweighted: bool):
+    """The fixed jobs' planner states, sums and feasibility as the instance built them before its
+    build was made cheaper (4 December 2026): every cluster padded, selected and summed in turn."""
+    from simsched.evo.instance import _new_states
+    from simsched.evo.planner import _state_from_fixed
+
+    clusters, now = instance.clusters, instance.now
+    k = instance.kernel
+    n_jobs, n_clusters = k.workers.shape[0], len(clusters)
+    n_max = max(c.capacity.shape[0] for c in clusters)
+    capacity = np.zeros((n_clusters, n_max), dtype=np.int64)
+    slots = np.zeros((n_jobs, n_clusters), dtype=np.int64)
+    for p, c in enumerate(clusters):
+        capacity[p, : c.capacity.shape[0]] = c.capacity
+        slots[:, p] = (c.capacity[None, :] // k.per_worker[:, p : p + 1]).sum(axis=1)
+    template = _new_states(n_clusters, n_max, k.max_items, k.max_entries)
+    sums = np.zeros((n_clusters, 5))
+    for p, c in enumerate(clusters):
+        usage = np.zeros((c.fixed_finish.shape[0], n_max), dtype=np.int64)
+        usage[:, : c.capacity.shape[0]] = c.fixed_usage
+        running = c.fixed_finish > now
+        _state_from_fixed(now, capacity[p], c.fixed_finish, usage, *(a[p] for a in template))
+        weight = np.ones_like(c.fixed_weight) if unweighted else c.fixed_weight
+        uq = weight[running] * c.fixed_queued[running]
+        remaining = c.fixed_finish[running] - now
+        work = np.ones(int(running.sum())) if unweighted else usage[running].sum(axis=1)
+        sums[p] = (uq.sum(), uq.max(initial=-np.inf), (work * remaining).sum(),
+                   c.fixed_finish[running].max(initial=now), running.sum())
+    return capacity, slots, template, sums
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["eq5", "eq16"]), st.booleans())
+def test_instance_kernel_equals_the_per_cluster_build(seed: int, kind: str, many_jobs: bool) -> None:
+    """Clusters of unequal sizes (padding), without fixed jobs, with finished fixed jobs (not
+    running), with every fixed job running; few jobs (slots in one array operation) or many
+    (slots one cluster at a time): the instance's kernel arrays equal the per-cluster build, bit
+    for bit."""
+    rng = np.random.default_rng(seed)
+    now = float(rng.integers(0, 100))
+    clusters = []
+    for _ in range(int(rng.integers(1, 6))):
+        nodes = int(rng.integers(1, 9))
+        cap = rng.choice([4000, 8000], nodes)
+        n_fixed = int(rng.choice([0, 1, 3, 12]))
+        finish = now + rng.integers(-5, 500, n_fixed).astype(float) + rng.random(n_fixed)
+        if rng.random() < 0.5:
+            finish = np.maximum(finish, now + 1.0)  # all running
+        usage = np.zeros((n_fixed, nodes), dtype=np.int64)
+        free = cap.copy()
+        for i in range(n_fixed):
+            n = int(rng.integers(nodes))
+            take = int(rng.integers(0, free[n] // 1000 + 1)) * 1000 if finish[i] > now else 1000
+            usage[i, n] = take
+            if finish[i] > now:
+                free[n] -= take
+        clusters.append(ClusterState(cap, finish, usage, rng.uniform(0.5, 3, n_fixed), rng.uniform(0, 1e4, n_fixed)))
+    n_jobs = int(rng.integers(3000, 4000)) if many_jobs else int(rng.integers(0, 12))
+    p = len(clusters)
+    instance = AllocationInstance(
+        now, tuple(clusters), rng.choice([1000, 2000, 8000], (n_jobs, p)), rng.integers(1, 4, n_jobs),
+        rng.uniform(0, 1e4, (n_jobs, p)), rng.uniform(0.5, 3, n_jobs), rng.uniform(0, 1e4, n_jobs),
+        rng.random(n_jobs), kind=kind)
+    capacity, slots, template, sums = _kernel_reference(instance, kind == "eq16")
+    k = instance.kernel
+    np.testing.assert_array_equal(k.capacity, capacity)
+    np.testing.assert_array_equal(k.feasible, slots >= k.workers[:, None])  # (every cluster allowed)
+    assert k.fixed_sums.tobytes() == sums.tobytes()
+    for got, want in zip(k.template, template):
+        np.testing.assert_array_equal(got, want)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched.errors import InputError
-from simsched.evo.planner import Plan, max_overallocation, plan_kernel, plan_reference
+from simsched.evo.planner import Plan, max_overallocation, plan_kernel, plan_reference, plan_trusted
 
 PLANNERS = [plan_reference, plan_kernel]
 
@@ -125,6 +125,20 @@ def test_kernel_equals_reference_on_random_instances() -> None:
     for _ in range(400):
         args = _random_instance(rng)
         _assert_same(plan_reference(*args), plan_kernel(*args))
+
+
+def test_trusted_plan_equals_the_checked_one() -> None:
+    """plan_trusted (no input checks, for the planner scheduler's own arrays) gives plan_kernel's plan,
+    with per_worker and duration as column slices of (jobs, groups) arrays, as the scheduler passes them."""
+    rng = np.random.default_rng(77)
+    for _ in range(300):
+        now, cap, ffin, fuse, per_worker, workers, duration, order = _random_instance(rng)
+        wide_pw = np.stack([per_worker + 1, per_worker]).T.astype(np.int64)  # column 1 is per_worker
+        wide_d = np.stack([duration + 1, duration]).T.astype(np.float64)
+        trusted = plan_trusted(now, np.asarray(cap, np.int64), np.asarray(ffin, np.float64),
+                               np.ascontiguousarray(fuse, np.int64), wide_pw[:, 1],
+                               np.asarray(workers, np.int64), wide_d[:, 1], np.asarray(order, np.int64))
+        _assert_same(plan_kernel(now, cap, ffin, fuse, per_worker, workers, duration, order), trusted)
 
 
 def test_kernel_equals_reference_on_larger_instances() -> None:

@@ -72,6 +72,21 @@ class ClusterState:
         object.__setattr__(self, "fixed_queued", queued)
 
 
+def trusted_state(capacity: np.ndarray, fixed_finish: np.ndarray, fixed_usage: np.ndarray,
+                  fixed_weight: np.ndarray, fixed_queued: np.ndarray) -> ClusterState:
+    """A :class:`ClusterState` of arrays that already have its types and shapes (int64 capacity
+    (N,) and usage (K, N), contiguous; float64 finish, weight and queued (K,)), without its checks
+    or copies: for simsched's own callers, which build them from the engine's state at every
+    decision (simsched.evo.scheduler)."""
+    state = object.__new__(ClusterState)
+    object.__setattr__(state, "capacity", capacity)
+    object.__setattr__(state, "fixed_finish", fixed_finish)
+    object.__setattr__(state, "fixed_usage", fixed_usage)
+    object.__setattr__(state, "fixed_weight", fixed_weight)
+    object.__setattr__(state, "fixed_queued", fixed_queued)
+    return state
+
+
 class _Kernel(NamedTuple):
     """Everything the numba kernels read, packed once per instance."""
 
@@ -201,7 +216,11 @@ class AllocationInstance:
         slots = np.zeros((n_jobs, n_clusters), dtype=np.int64)
         for p, c in enumerate(clusters):
             capacity[p, : c.capacity.shape[0]] = c.capacity
-            slots[:, p] = (c.capacity[None, :] // per_worker[:, p : p + 1]).sum(axis=1)
+        if n_jobs * n_clusters * n_max <= 1 << 16:  # small: one operation (padded nodes hold 0 slots)
+            slots = (capacity[None, :, :] // per_worker[:, :, None]).sum(axis=2)
+        else:  # one cluster at a time, not a (jobs, clusters, nodes) array
+            for p, c in enumerate(clusters):
+                slots[:, p] = (c.capacity[None, :] // per_worker[:, p : p + 1]).sum(axis=1)
         feasible = allowed & (slots >= workers[:, None])  # Eq. 10, generalised
         counts = feasible.sum(axis=1)
         offset = np.zeros(n_jobs + 1, dtype=np.int64)
@@ -214,28 +233,40 @@ class AllocationInstance:
         max_entries = fixed_entries + int(workers.sum())
         template = _new_states(n_clusters, n_max, max_items, max_entries)
         fixed_sums = np.zeros((n_clusters, 5))
+        base = template[0]  # per cluster: capacity minus the running jobs' units, per node
         for p, c in enumerate(clusters):
-            usage = np.zeros((c.fixed_finish.shape[0], n_max), dtype=np.int64)
-            usage[:, : c.capacity.shape[0]] = c.fixed_usage
-            running = c.fixed_finish > self.now
-            over = capacity[p] - usage[running].sum(axis=0)
-            if np.any(over < 0):
-                raise InputError(
-                    f"cluster {p}: running jobs over-allocate node {int(np.argmin(over))}"
-                )
+            k = c.fixed_finish.shape[0]
+            if c.capacity.shape[0] == n_max:
+                usage = c.fixed_usage
+            else:
+                usage = np.zeros((k, n_max), dtype=np.int64)
+                usage[:, : c.capacity.shape[0]] = c.fixed_usage
             _state_from_fixed(
                 self.now, capacity[p], c.fixed_finish, usage, *(a[p] for a in template)
             )
+            if k == 0:  # (the sums below of no jobs)
+                fixed_sums[p] = (0.0, -np.inf, 0.0, self.now, 0)
+                continue
+            if base[p].min() < 0:
+                raise InputError(
+                    f"cluster {p}: running jobs over-allocate node {int(np.argmin(base[p]))}"
+                )
+            running = c.fixed_finish > self.now
             fixed_weight = np.ones_like(c.fixed_weight) if unweighted else c.fixed_weight
-            uq = fixed_weight[running] * c.fixed_queued[running]
-            remaining = c.fixed_finish[running] - self.now
-            fixed_work = np.ones(int(running.sum())) if unweighted else usage[running].sum(axis=1)
+            if running.all():  # the same values as the selections below, without copying them
+                finish, queued_k, usage_k = c.fixed_finish, c.fixed_queued, usage
+            else:
+                finish, queued_k, usage_k = c.fixed_finish[running], c.fixed_queued[running], usage[running]
+                fixed_weight = fixed_weight[running]
+            uq = fixed_weight * queued_k
+            remaining = finish - self.now
+            fixed_work = np.ones(finish.shape[0]) if unweighted else usage_k.sum(axis=1)
             fixed_sums[p] = (
                 uq.sum(),
                 uq.max(initial=-np.inf),
                 (fixed_work * remaining).sum(),
-                c.fixed_finish[running].max(initial=self.now),
-                running.sum(),
+                finish.max(initial=self.now),
+                finish.shape[0],
             )
 
         object.__setattr__(self, "clusters", clusters)

@@ -700,6 +700,28 @@ def plan_kernel(
     return plan
 
 
+def plan_trusted(
+    now: float,
+    capacity: np.ndarray,
+    fixed_finish: np.ndarray,
+    fixed_usage: np.ndarray,
+    per_worker: np.ndarray,
+    workers: np.ndarray,
+    duration: np.ndarray,
+    order: np.ndarray,
+) -> Plan:
+    """:func:`plan_kernel` without :func:`check_inputs`, for simsched's own callers whose arrays are
+    valid and of the planner's types already (a :class:`~simsched.evo.instance.ClusterState`'s
+    int64 capacity and usage and float64 finishes; int64 per_worker, workers and order, float64
+    duration, one dimension each). The same plan; only a column slice is made contiguous."""
+    per_worker = np.ascontiguousarray(per_worker)
+    duration = np.ascontiguousarray(duration)
+    plan = _empty_plan(per_worker.shape[0], workers)
+    _plan_cluster(float(now), capacity, fixed_finish, fixed_usage, per_worker, workers, duration, order,
+                  plan.worker_offset, plan.start, plan.finish, plan.worker_node)
+    return plan
+
+
 def max_overallocation(
     plan: Plan,
     now: float,

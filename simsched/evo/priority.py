@@ -158,6 +158,53 @@ def evaluate(graph: nx.DiGraph, features: Mapping[str, np.ndarray]) -> np.ndarra
     return np.broadcast_to(values[root(graph)], shape).astype(np.float64, copy=True)
 
 
+class Evaluator:
+    """A priority graph validated once and laid out in evaluation order, for callers that
+    evaluate it at every decision: each call is the arithmetic only. The same values as
+    :func:`evaluate`, bit for bit (the same operations in the same order on float64 arrays)."""
+
+    __slots__ = ("graph", "steps", "root")
+
+    def __init__(self, graph: nx.DiGraph, terminals: tuple[str, ...] = TERMINALS) -> None:
+        validate(graph, terminals)
+        self.graph = graph
+        self.root = root(graph)
+        self.steps: list[tuple] = []  # (node, op, const value or left child, right child)
+        for v in reversed(list(nx.topological_sort(graph))):
+            op = graph.nodes[v]["op"]
+            if op == CONST:
+                self.steps.append((v, op, float(graph.nodes[v]["value"]), None))
+            elif op in FUNCTIONS:
+                self.steps.append((v, op, *_arguments(graph, v)))
+            else:
+                self.steps.append((v, op, None, None))
+
+    def __call__(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
+        """f for every job at once; ``features`` maps each terminal the graph uses to arrays of
+        one shape."""
+        shape = np.shape(next(iter(features.values())))
+        values: dict = {}
+        for v, op, left, right in self.steps:
+            if op == CONST:
+                values[v] = np.full(shape, left)
+            elif op == "+":
+                values[v] = values[left] + values[right]
+            elif op == "-":
+                values[v] = values[left] - values[right]
+            elif op == "*":
+                values[v] = values[left] * values[right]
+            elif op == "%":  # protected_div on two float64 arrays of one shape, without its conversions
+                x, y = values[left], values[right]
+                out = values[v] = x.copy()
+                np.divide(x, y, out=out, where=y != 0)
+            else:
+                values[v] = np.asarray(features[op], dtype=np.float64)
+        result = values[self.root]
+        if result.shape != shape:
+            result = np.broadcast_to(result, shape)
+        return result.astype(np.float64, copy=True)
+
+
 def depth(graph: nx.DiGraph) -> int:
     """Edges on the longest root-to-leaf path (a lone terminal has depth 0)."""
     validate(graph, _terminals_of(graph))

@@ -46,17 +46,9 @@ import networkx as nx
 import numpy as np
 
 from simsched.evo.allocation import AllocationInstance, ClusterState, evolve, mct_assign
-from simsched.evo.planner import plan_kernel
-from simsched.evo.priority import (
-    CONST,
-    FUNCTIONS,
-    _arguments,
-    evaluate,
-    infix,
-    load_priority,
-    root,
-    validate,
-)
+from simsched.evo.instance import trusted_state
+from simsched.evo.planner import plan_trusted
+from simsched.evo.priority import Evaluator, infix, load_priority
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import Decision, JobView, SchedulerView, Start
 
@@ -85,21 +77,40 @@ def features(jobs: Sequence[JobView], view: SchedulerView) -> dict[str, np.ndarr
     }
 
 
+class Layout:
+    """The fleet's groups as the planner sees them: static, so a scheduler builds this once
+    (:meth:`of`) instead of at every decision. ``capacity`` arrays are shared: read only."""
+
+    __slots__ = ("fleet", "groups", "index", "group_of_node", "position", "capacity")
+
+    def __init__(self, view: SchedulerView) -> None:
+        self.fleet = view.fleet
+        self.groups = groups_of(view)
+        self.index = {(g.cluster, g.gpu_type): p for p, g in enumerate(self.groups)}
+        self.group_of_node = {n: p for p, g in enumerate(self.groups) for n in g.nodes}
+        self.position = [{n: i for i, n in enumerate(g.nodes)} for g in self.groups]
+        self.capacity = [np.array([view.fleet.node_capacity[n] for n in g.nodes], dtype=np.int64)
+                         for g in self.groups]
+
+    @staticmethod
+    def of(view: SchedulerView, last: Layout | None) -> Layout:
+        """``last`` when it is this view's fleet's, else a new one."""
+        return last if last is not None and last.fleet is view.fleet else Layout(view)
+
+
 class Problem:
     """One decision's planning data over the fleet's groups."""
 
     def __init__(self, view: SchedulerView, jobs: Sequence[JobView], priority: np.ndarray,
                  weights: tuple[float, float, float], fixed: Sequence[JobView], kind: str = "eq5",
-                 w: float = 0.5, restart_penalty_s: float = 0.0) -> None:
+                 w: float = 0.5, restart_penalty_s: float = 0.0, layout: Layout | None = None) -> None:
         self.view = view
-        self.groups = groups_of(view)
+        self.layout = layout = Layout.of(view, layout)
+        self.groups = layout.groups
         self.jobs = list(jobs)
         self.priority = np.asarray(priority, dtype=np.float64)
-        index = {(g.cluster, g.gpu_type): p for p, g in enumerate(self.groups)}
-        self.group_of_node = {}
-        for p, g in enumerate(self.groups):
-            for n in g.nodes:
-                self.group_of_node[n] = p
+        index = layout.index
+        self.group_of_node = layout.group_of_node
         n_jobs, n_groups = len(self.jobs), len(self.groups)
         self.per_worker = np.full((n_jobs, n_groups), _NOT_ALLOWED, dtype=np.int64)
         self.duration = np.zeros((n_jobs, n_groups), dtype=np.float64)
@@ -141,17 +152,17 @@ class Problem:
             if only is not None and p not in only:
                 states.append(None)
                 continue
-            position = {n: i for i, n in enumerate(g.nodes)}
+            position = self.layout.position[p]
             usage = np.zeros((len(jobs), len(g.nodes)), dtype=np.int64)
             for k, job in enumerate(jobs):
                 for n in job.running_nodes:
                     usage[k, position[n]] += job.run_share
-            states.append(ClusterState(
-                capacity=np.array([view.fleet.node_capacity[n] for n in g.nodes], dtype=np.int64),
-                fixed_finish=np.array([view.now + _time_left(job, view) for job in jobs], dtype=np.float64),
-                fixed_usage=usage,
-                fixed_weight=np.array([job.weight for job in jobs], dtype=np.float64),
-                fixed_queued=np.array([view.queued_time(job) for job in jobs], dtype=np.float64),
+            states.append(trusted_state(  # (arrays of its types, built here: its checks would pass)
+                self.layout.capacity[p],
+                np.array([view.now + _time_left(job, view) for job in jobs], dtype=np.float64),
+                usage,
+                np.array([job.weight for job in jobs], dtype=np.float64),
+                np.array([view.queued_time(job) for job in jobs], dtype=np.float64),
             ))
         return tuple(states)
 
@@ -200,7 +211,7 @@ class Problem:
                              dtype=np.int64)
             if order.size == 0:
                 continue
-            plan = plan_kernel(now, state.capacity, state.fixed_finish, state.fixed_usage,
+            plan = plan_trusted(now, state.capacity, state.fixed_finish, state.fixed_usage,
                                self.per_worker[:, p], self.workers, self.duration[:, p], order)
             for j in order:
                 if plan.start[j] == now:
@@ -280,6 +291,7 @@ class PlannerScheduler:
         if allocation == "evo" and rng is None:
             raise ValueError("the evo allocation needs a random Generator")
         self.priority = priority
+        self._evaluate = Evaluator(priority)  # validated here once, evaluated at every plan
         self.allocation = allocation
         self.weights = weights
         self.rng = rng
@@ -296,6 +308,7 @@ class PlannerScheduler:
         self.planned: list[Planned] = []
         self._planned_ids: set[str] = set()  # job ids the last plan placed (started or not)
         self._seen_seq = -1  # the largest queue_seq the last decision saw
+        self._layout: Layout | None = None  # the fleet's groups (static), from the first plan on
         self.stats = {"decisions": 0, "ea_runs": 0, "ea_floor_stops": 0, "ea_seconds": 0.0, "migrations": 0,
                       "plans": 0}
 
@@ -322,8 +335,10 @@ class PlannerScheduler:
         if not queued:
             return Decision()
         jobs = queued + movable
-        priority = evaluate(self.priority, features(jobs, view))
-        problem = Problem(view, jobs, priority, self.weights, fixed, self.kind, self.w, self.restart_penalty_s)
+        priority = self._evaluate(features(jobs, view))
+        problem = Problem(view, jobs, priority, self.weights, fixed, self.kind, self.w, self.restart_penalty_s,
+                          self._layout)
+        self._layout = problem.layout
         instance = problem.instance()
         if self.allocation == "mct" or len(jobs) == 1:
             assignment = mct_assign(instance)
@@ -377,6 +392,7 @@ class MctAllocation(Allocation):
     def __init__(self, rng: np.random.Generator | None = None, decide_on: str = "event") -> None:
         super().__init__(rng)
         self._decided: dict[str, int] = {}
+        self._layout: Layout | None = None  # the fleet's groups (static), from the first plan on
         self.decide_on = decide_on
 
     def prepare(self, view: SchedulerView, ordered: Sequence[JobView]) -> None:
@@ -389,7 +405,8 @@ class MctAllocation(Allocation):
             self._decided = dict.fromkeys((j.job_id for j in ordered), 0)
             return
         problem = Problem(view, ordered, np.arange(len(ordered), dtype=np.float64), (1.0, 1.0, 1.0),
-                          list(view.running))
+                          list(view.running), layout=self._layout)
+        self._layout = problem.layout
         assignment = mct_assign(problem.instance())
         for job, p in zip(ordered, assignment):
             self._decided[job.job_id] = problem.groups[int(p)].cluster
@@ -425,7 +442,7 @@ class GpOrdering:
 
     def __init__(self, graph: nx.DiGraph, compiled_from: int | None = None, compile_after: int | None = None,
                  ) -> None:
-        validate(graph)
+        self._evaluator = Evaluator(graph)  # validates it
         if compiled_from is not None:
             self.compiled_from = compiled_from
         if compile_after is not None:
@@ -436,40 +453,10 @@ class GpOrdering:
         self.graph = graph
         self.name = "gp"
         self.description = f"priority graph f = {infix(graph)}"
-        self._steps = []
-        for v in reversed(list(nx.topological_sort(graph))):
-            op = graph.nodes[v]["op"]
-            if op == CONST:
-                self._steps.append((v, op, float(graph.nodes[v]["value"]), None))
-            elif op in FUNCTIONS:
-                self._steps.append((v, op, *_arguments(graph, v)))
-            else:
-                self._steps.append((v, op, None, None))
-        self._root = root(graph)
 
     def evaluate(self, features: dict[str, np.ndarray]) -> np.ndarray:
         """f for every job at once, as :func:`~simsched.evo.priority.evaluate` computes it."""
-        shape = np.shape(next(iter(features.values())))
-        values: dict = {}
-        for v, op, left, right in self._steps:
-            if op == CONST:
-                values[v] = np.full(shape, left)
-            elif op == "+":
-                values[v] = values[left] + values[right]
-            elif op == "-":
-                values[v] = values[left] - values[right]
-            elif op == "*":
-                values[v] = values[left] * values[right]
-            elif op == "%":  # protected_div on two arrays of one shape, without its conversions
-                x, y = values[left], values[right]
-                out = values[v] = x.copy()
-                np.divide(x, y, out=out, where=y != 0)
-            else:
-                values[v] = np.asarray(features[op], dtype=np.float64)
-        result = values[self._root]
-        if result.shape != shape:
-            result = np.broadcast_to(result, shape)
-        return result.astype(np.float64, copy=True)
+        return self._evaluator(features)
 
     def vector(self, columns, now: float) -> np.ndarray:
         """f of queued jobs from their field columns (the terminals of :func:`features`)."""
