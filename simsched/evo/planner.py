@@ -682,22 +682,8 @@ def plan_kernel(
 ) -> Plan:
     """Algorithm 2 compiled with numba; the same arrays as :func:`plan_reference`, exactly."""
     x = check_inputs(now, capacity, fixed_finish, fixed_usage, per_worker, workers, duration, order)
-    plan = _empty_plan(x.per_worker.shape[0], x.workers)
-    _plan_cluster(
-        x.now,
-        x.capacity,
-        x.fixed_finish,
-        x.fixed_usage,
-        x.per_worker,
-        x.workers,
-        x.duration,
-        x.order,
-        plan.worker_offset,
-        plan.start,
-        plan.finish,
-        plan.worker_node,
-    )
-    return plan
+    return plan_trusted(x.now, x.capacity, x.fixed_finish, x.fixed_usage, x.per_worker, x.workers, x.duration,
+                        x.order)
 
 
 def plan_trusted(
