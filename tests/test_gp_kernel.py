@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simsched.evo.gp_kernel import compiled_keys, kernel_source
-from simsched.evo.priority import BUILTIN, Evaluator, evaluate, parse
+from simsched.evo.priority import BUILTIN, Evaluator, evaluate, parse, protected_div, root
 from simsched.evo.scheduler import GpOrdering
 
 #: floats that make protected division and overflow interesting
@@ -90,20 +90,37 @@ def row_values() -> st.SearchStrategy[float]:
                      st.integers(-5, 5).map(float))
 
 
+def plain_evaluate(graph, features: dict[str, np.ndarray]):
+    """f by plain recursion from the root, one node at a time, with priority.protected_div."""
+    def value(v):
+        attrs = graph.nodes[v]
+        op = attrs["op"]
+        if op == "const":
+            return np.full(len(features["d"]), float(attrs["value"]))
+        if op not in ("+", "-", "*", "%"):
+            return np.asarray(features[op], dtype=np.float64)
+        args = dict((arg, child) for _, child, arg in graph.out_edges(v, data="arg"))
+        x, y = value(args[0]), value(args[1])
+        return {"+": np.add, "-": np.subtract, "*": np.multiply, "%": protected_div}[op](x, y)
+    return value(root(graph))
+
+
 @settings(max_examples=60, deadline=None)
 @given(expressions(), st.data())
-def test_evaluator_equals_evaluate_bit_for_bit(text, data):
-    """Evaluator (the graph validated once and laid out, as the planner scheduler and the gp ordering
-    hold it) gives evaluate's values, bit for bit, NaN where it gives NaN."""
+def test_evaluator_equals_plain_evaluation_bit_for_bit(text, data):
+    """Evaluator (the graph validated once and laid out, as evaluate, the planner scheduler and the
+    gp ordering use it) gives the values of a plain recursive evaluation, bit for bit, NaN where it
+    gives NaN."""
     graph = parse(text)
     evaluator = Evaluator(graph)
     n = data.draw(st.integers(1, 12))
     features = {t: np.array(data.draw(st.lists(row_values(), min_size=n, max_size=n))) for t in "dqug"}
     with np.errstate(all="ignore"):
-        want = evaluate(graph, features)
+        want = plain_evaluate(graph, features)
         got = evaluator(features)
+        via_evaluate = evaluate(graph, features)
     assert got.dtype == np.float64 and got.shape == want.shape
-    assert same_bits(got, want)
+    assert same_bits(got, want) and same_bits(via_evaluate, want)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

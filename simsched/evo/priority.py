@@ -124,38 +124,19 @@ def evaluate(graph: nx.DiGraph, features: Mapping[str, np.ndarray]) -> np.ndarra
     """f(j) for every job at once: ``features`` maps terminal names to equal-length arrays.
 
     Nodes are evaluated children first (reverse topological order), so a shared
-    subtree is computed once.
+    subtree is computed once (:class:`Evaluator`, built for this one call).
     """
-    validate(graph, tuple(sorted(set(TERMINALS) | set(features))))
+    evaluator = Evaluator(graph, tuple(sorted(set(TERMINALS) | set(features))))
     sizes = {np.shape(v) for v in features.values()}
     if len(sizes) > 1:
         raise InputError(f"priority features must have one shape, got {sorted(sizes)}")
-    shape = sizes.pop() if sizes else ()
-    values: dict[Any, np.ndarray] = {}
-    for v in reversed(list(nx.topological_sort(graph))):
-        attrs = graph.nodes[v]
-        op = attrs["op"]
-        if op == CONST:
-            values[v] = np.full(shape, float(attrs["value"]))
-        elif op in FUNCTIONS:
-            left, right = _arguments(graph, v)
-            x, y = values[left], values[right]
-            if op == "+":
-                values[v] = x + y
-            elif op == "-":
-                values[v] = x - y
-            elif op == "*":
-                values[v] = x * y
-            else:
-                values[v] = protected_div(x, y)
-        else:
-            if op not in features:
-                raise InputError(
-                    f"priority function uses terminal {op!r} but no such feature was given "
-                    f"(given: {', '.join(sorted(features))})"
-                )
-            values[v] = np.asarray(features[op], dtype=np.float64)
-    return np.broadcast_to(values[root(graph)], shape).astype(np.float64, copy=True)
+    for _, op, _, _ in evaluator.steps:
+        if op != CONST and op not in FUNCTIONS and op not in features:
+            raise InputError(
+                f"priority function uses terminal {op!r} but no such feature was given "
+                f"(given: {', '.join(sorted(features))})"
+            )
+    return evaluator(features)
 
 
 class Evaluator:
@@ -182,7 +163,8 @@ class Evaluator:
     def __call__(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
         """f for every job at once; ``features`` maps each terminal the graph uses to arrays of
         one shape."""
-        shape = np.shape(next(iter(features.values())))
+        first = next(iter(features.values()), None)
+        shape = () if first is None else np.shape(first)
         values: dict = {}
         for v, op, left, right in self.steps:
             if op == CONST:
