@@ -29,6 +29,9 @@ RECLAIM_MODES = ("preempt", "wait")
 #: the pool of a cluster's unlisted tenants (and of jobs without a tenant)
 OTHER = None
 
+#: the latest releases whose keys the ledger keeps in order (Staged.grown_since reads them)
+_LOG_KEPT = 128
+
 
 class Tenancy:
     """Quotas per cluster and the GPUs each tenant holds now (milli-GPUs inside)."""
@@ -63,11 +66,14 @@ class Tenancy:
         changes = sorted({t for _, s in self._schedules for t in s.times})
         self.change_times: tuple[float, ...] = tuple(changes)
         self._applied = -1  # index into change_times of the last schedule step applied
-        # releases in clusters with quotas, counted, and the count at each quota key's (tenant's, OTHER
-        # for a pool) last one: a room grows only then (or when the dated table moves), which the
-        # queue walk's memory of quota refusals reads (Staged.mark, Staged.grown_since)
+        # releases in clusters with quotas, counted, and the count at each (cluster, quota key)'s last
+        # one (key: a tenant, OTHER for a pool): a room grows only then (or when the dated table moves),
+        # which the queue walk's memory of quota refusals reads (Staged.mark, Staged.grown_since); and
+        # the (cluster, key) of the latest releases in order (_log[i]: release _log_base + i + 1)
         self._releases = 0
-        self._last_release: dict[str | None, int] = {}
+        self._last_release: dict[tuple[int, str | None], int] = {}
+        self._log: list[tuple[int, str | None]] = []
+        self._log_base = 0
         self.version = 0  # grows whenever a usage or a quota changes (policies cache on it)
         self.update(0.0)
         self._set_other_pools()
@@ -114,7 +120,13 @@ class Tenancy:
         self._tenant_usage[tenant] = self._tenant_usage.get(tenant, 0) + milli
         if milli < 0 and self._limited[cluster]:
             self._releases += 1
-            self._last_release[key] = self._releases
+            pair = (cluster, key)
+            self._last_release[pair] = self._releases
+            log = self._log
+            log.append(pair)
+            if len(log) > 2 * _LOG_KEPT:
+                del log[:_LOG_KEPT]
+                self._log_base += _LOG_KEPT
         self.version += 1
 
     # -- policy side (read only) ---------------------------------------------------
@@ -242,20 +254,32 @@ class Staged:
         return self.tenancy._applied, self.tenancy._releases
 
     def grown_since(self, before: tuple[int, int] | None) -> set[str | None] | None:
-        """The tenants whose room in some cluster with quotas may be larger now than at ``before`` (a
-        :meth:`mark`): those that gave GPUs back since, in the ledger or staged in this decision;
-        None when any tenant's may be (no mark, the dated quotas moved, or the pool of unlisted
-        tenants grew). A release followed by a new hold counts as growth: a tenant may be named
-        that did not grow, never the other way round."""
+        """The tenants whose room in some cluster with quotas may admit now a job it refused at
+        ``before`` (a :meth:`mark`): those that gave GPUs back there since, in the ledger or staged in
+        this decision, and have room left there. None when any tenant's may (no mark, the dated quotas
+        moved, or the pool of unlisted tenants grew). A tenant may be named that did not grow (a
+        release followed by a new hold counts), never the other way round: one at or above its quota
+        in that cluster after its release (under ``"borrow"``, still borrowing) refuses every job
+        there whatever it refused before, as each needs at least one milli-GPU."""
         tenancy = self.tenancy
         if before is None or before[0] != tenancy._applied:
             return None
         since = before[1]
-        grown = ({key for key, at in tenancy._last_release.items() if at > since} if tenancy._releases > since
-                 else set())
-        for deltas in (self._delta, self._type_delta):
-            if deltas:
-                grown.update(k[1] for k, d in deltas.items() if d < 0)
+        if tenancy._releases == since:
+            released = set()
+        elif since >= tenancy._log_base:  # the releases since are all in the log
+            released = set(tenancy._log[since - tenancy._log_base:])
+        else:
+            released = {pair for pair, at in tenancy._last_release.items() if at > since}
+        if self._delta:
+            released.update(pair for pair, d in self._delta.items() if d < 0)
+        if self._type_delta:
+            released.update(k[:2] for k, d in self._type_delta.items() if d < 0)
+        if not released:
+            return released
+        quota, usage, delta = tenancy._quota, tenancy._usage, self._delta
+        # (a per-type quota only narrows a room: a key without room in total refuses every type)
+        grown = {pair[1] for pair in released if quota[pair] > usage.get(pair, 0) + delta.get(pair, 0)}
         return None if OTHER in grown else grown
 
     def roomy_tenants(self) -> set[str | None]:

@@ -217,10 +217,10 @@ class CountingWalk(QueueScheduler):
     continued = 0
 
     def borrow_pass(self, view):
-        decision = super().borrow_pass(view)
-        if decision is not None and decision.starts:
+        starts = super().borrow_pass(view)
+        if starts:
             CountingWalk.continued += 1
-        return decision
+        return starts
 
 
 class CountingQuota(QuotaScheduler):
@@ -282,3 +282,56 @@ def test_fair_share_walks_equal_their_plain_walks(seed, name, backfill, quota):
         return engine.events
 
     assert run(True) == run(False)
+
+
+def test_the_ledger_names_the_tenants_whose_room_grew():
+    """Staged.grown_since, which the walk's memory of quota refusals trusts (a refusal of a tenant not
+    named is kept): after a release a tenant is named only in a cluster where it then has room left
+    (one still borrowing refuses every job there); the pool of unlisted tenants growing with room
+    forgets every refusal (None); so does a move of the dated table. The answer is the same from the
+    short log of recent releases and, for a mark older than the log, from the per-key counts."""
+    from simsched import tenancy as ledger
+
+    gpu = 1000
+    tenancy = build_tenancy(FLEET, "borrow", "preempt")  # a (24 GPUs): x 12, y 4 V100 + 4 T4, pool 4
+    tenancy.hold("x", 0, "V100", 16 * gpu)  # x borrows 4 GPUs in a
+    tenancy.hold("w", 0, "T4", 6 * gpu)  # the pool (w is unlisted) borrows 2
+    mark = Staged(tenancy).mark()
+    assert Staged(tenancy).grown_since(mark) == set()
+    tenancy.release("x", 0, "V100", 2 * gpu)  # 14 of 12: no room in a (it has 8 in b, no release there)
+    assert Staged(tenancy).grown_since(mark) == set()
+    tenancy.release("x", 0, "V100", 3 * gpu)  # 11 of 12
+    assert Staged(tenancy).grown_since(mark) == {"x"}
+    tenancy.release("w", 0, "T4", 2 * gpu)  # the pool at its 4: no room
+    assert Staged(tenancy).grown_since(mark) == {"x"}
+    tenancy.release("w", 0, "T4", 1 * gpu)  # the pool has room: any unlisted tenant's job may fit
+    assert Staged(tenancy).grown_since(mark) is None
+    assert Staged(tenancy).grown_since(None) is None
+
+    # a preemption staged in the decision counts as a release
+    tenancy = build_tenancy(FLEET, "borrow", "preempt")
+    tenancy.hold("y", 0, "V100", 4 * gpu)
+    mark = Staged(tenancy).mark()
+    staged = Staged(tenancy)
+    staged.add("y", 0, "V100", -2 * gpu)
+    assert staged.grown_since(mark) == {"y"}
+
+    # many releases: the log keeps the latest; an older mark reads the per-key counts
+    tenancy = build_tenancy(FLEET, "borrow", "preempt")
+    tenancy.hold("x", 0, "V100", 100 * gpu)
+    old = Staged(tenancy).mark()
+    tenancy.hold("x", 0, "V100", 1 * gpu)
+    tenancy.release("x", 0, "V100", 1 * gpu)
+    tenancy.hold("y", 0, "V100", 3 * gpu)
+    tenancy.release("y", 0, "V100", 1 * gpu)  # y has room
+    for _ in range(5 * ledger._LOG_KEPT):
+        tenancy.release("x", 0, "V100", gpu // 10)  # x still far above its 12
+    recent = Staged(tenancy).mark()
+    assert old[1] < tenancy._log_base  # (the old mark is older than the log)
+    assert Staged(tenancy).grown_since(old) == {"y"}
+    assert Staged(tenancy).grown_since(recent) == set()
+    tenancy.release("x", 0, "V100", 89 * gpu)  # 11.5 of 12
+    assert Staged(tenancy).grown_since(recent) == {"x"}
+    assert Staged(tenancy).grown_since(old) == {"x", "y"}
+    tenancy.update(600.0)  # the dated table moves (b: x 2, z 10)
+    assert Staged(tenancy).grown_since(recent) is None

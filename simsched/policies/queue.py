@@ -26,7 +26,7 @@ from bisect import bisect_left
 import numpy as np
 
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import Decision, JobView, SchedulerView, Start
+from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.easy import ReservingWalk
 from simsched.policies.ordering import Ordering
 from simsched.policies.placement import Placement
@@ -92,7 +92,7 @@ def could_fit(job: JobView, cluster: int | None, groups: dict, free: list[int]) 
 class SortedBucket:
     """Queued jobs of one signature in (key, submit, index) order, kept between decisions."""
 
-    __slots__ = ("signature", "cluster", "keys", "jobs", "pos", "local", "least")
+    __slots__ = ("signature", "cluster", "keys", "jobs", "pos", "kind", "shape", "local", "least")
 
     def __init__(self, signature: tuple) -> None:
         self.signature = signature
@@ -138,8 +138,7 @@ class ColumnBucket:
     """
 
     __slots__ = ("signature", "cluster", "columns", "jobs", "order", "size", "keys", "taken", "_head", "_key",
-                 "local", "least",
-                 "_out")
+                 "kind", "shape", "local", "least", "_out")
 
     def __init__(self, signature: tuple, ordering) -> None:
         self._key = getattr(ordering, "key", None)  # fills a "key" column (a key fixed while a job waits)
@@ -268,6 +267,10 @@ class QueueScheduler:
         self.by_tenant = False
         self._buckets: dict[tuple, SortedBucket | ColumnBucket] = {}
         self._signature_of: dict[str, tuple] = {}
+        # the walk memory's keys: a small integer per kind of job (signature) and per shape (its first
+        # three fields), cheaper to hash than the tuples, kept for the scheduler's life (see _ids)
+        self._kind_ids: dict[tuple, tuple[int, int]] = {}
+        self._shape_ids: dict[tuple, int] = {}
         # Whole sorted queue (MCT allocation with a static ordering): keys and jobs.
         self._keys: list[tuple[float, float, int]] = []
         self._jobs: list[JobView] = []
@@ -281,6 +284,15 @@ class QueueScheduler:
             return (self.allocation.cluster_for(job, view), id(job.options), job.workers, job.tenant)
         return (self.allocation.cluster_for(job, view), id(job.options), job.workers)
 
+    def _ids(self, signature: tuple) -> tuple[int, int]:
+        """(kind, shape): the integers the walk memory knows ``signature`` and its shape
+        (cluster, options, workers) by; one per distinct tuple, for the scheduler's life."""
+        ids = self._kind_ids.get(signature)
+        if ids is None:
+            shape = self._shape_ids.setdefault(signature[:3], len(self._shape_ids))
+            ids = self._kind_ids[signature] = (len(self._kind_ids), shape)
+        return ids
+
     # -- the bucketed queue ------------------------------------------------------
     def _bucket_add(self, job: JobView, view: SchedulerView) -> None:
         signature = self._signature_of[job.job_id] = self._signature(job, view)
@@ -291,6 +303,7 @@ class QueueScheduler:
                 else ColumnBucket(signature, self.ordering))
             # facts of the kind: all its options in its cluster? the fewest milli-GPUs per worker there
             shares = [o.per_worker for o in job.options if bucket.cluster is None or o.cluster == bucket.cluster]
+            bucket.kind, bucket.shape = self._ids(signature)
             bucket.local = len(shares) == len(job.options)
             bucket.least = min(shares, default=math.inf)
         bucket.add(job, self._sort_key(job, view) if self._vector is None else view)
@@ -310,26 +323,26 @@ class QueueScheduler:
         for job in newcomers:
             self._bucket_add(job, view)
 
-    def _place(self, job: JobView, signature: tuple, groups: dict, free: list[int], failed: set[tuple],
-               blocked: set[int], admission) -> tuple[int, ...] | None:
-        """:func:`place_job` in the job's cluster; when it fails, the walk memory learns why."""
+    def _place(self, job: JobView, signature: tuple, kind: int, shape: int, groups: dict, free: list[int],
+               failed: set[tuple], blocked: set[int], admission) -> tuple[int, ...] | None:
+        """:func:`place_job` in the job's cluster; when it fails, the walk memory learns why
+        (``kind``, ``shape``: :meth:`_ids` of ``signature``)."""
         if admission is None:
             nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked)
             if nodes is None:
-                self._memory.failed(signature, 0, 0)
+                self._memory.failed(signature, kind, shape, 0, 0)
             return nodes
         asked, refused = admission.asked, admission.refused
         nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked, admission)
         if nodes is None:
-            self._memory.failed(signature, admission.asked - asked, admission.refused - refused)
+            self._memory.failed(signature, kind, shape, admission.asked - asked, admission.refused - refused)
         return nodes
 
-    def _decide_buckets(self, view: SchedulerView) -> Decision:
+    def _decide_buckets(self, view: SchedulerView, admission) -> Decision:
         self._sync(view)
         free = list(view.free)
         groups = view.fleet.groups
         buckets = self._buckets
-        admission = getattr(view, "admission", None)
         backfill = self.backfill
         memory = self._memory
         # with backfill off a failure also depends on which clusters are blocked, which can differ
@@ -339,29 +352,29 @@ class QueueScheduler:
         vector = self._vector is not None
         heap: list = []
         most = None  # the most free milli-GPUs on one node (computed when first needed)
-        for order, (signature, bucket) in enumerate(buckets.items()):
+        for order, bucket in enumerate(buckets.values()):
             if backfill:
-                if signature[:3] in full or signature in refused:
+                if bucket.shape in full or bucket.kind in refused:
                     continue
                 if admission is None:  # (with quotas a refusal is the longer-lived memory: ask first)
                     if most is None:
                         most = max(free, default=0)
                     if bucket.least > most:
-                        full.add(signature[:3])  # no node has room for one worker: no placement fits
+                        full.add(bucket.shape)  # no node has room for one worker: no placement fits
                         continue
                 if vector and not could_fit(bucket.jobs[0], bucket.cluster, groups, free):
-                    full.add(signature[:3])  # cannot fit now, so neither later in this walk
+                    full.add(bucket.shape)  # cannot fit now, so neither later in this walk
                     continue
             if not bucket.begin(self.ordering, view.now):
                 self._after_walk = None
-                return self._decide_sorted_fallback(view)
+                return self._decide_sorted_fallback(view, admission)
             key, job = bucket.head()
             heap.append((key, order, bucket, job))
         starts = self._merge(heap, view, free, admission)
         memory.end(free, admission)
         # quota = "borrow" may go on over the same buckets (borrow_pass): only after a backfilling walk
         self._after_walk = free if admission is not None and backfill else None
-        return Decision(tuple(starts))
+        return Decision(tuple(starts)) if starts else EMPTY_DECISION
 
     def _merge(self, heap: list, view: SchedulerView, free: list[int], admission) -> list[Start]:
         """Merge the buckets' heads in ``heap`` (key, order, bucket, job) in key order, starting every
@@ -382,9 +395,10 @@ class QueueScheduler:
             cluster = bucket.cluster
             if cluster in blocked:
                 continue
-            signature = bucket.signature
-            known = signature[:3] in full or signature in refused  # e.g. another tenant's bucket of a full shape
-            nodes = None if known else self._place(job, signature, groups, free, failed, blocked, admission)
+            kind, shape = bucket.kind, bucket.shape
+            known = shape in full or kind in refused  # e.g. another tenant's bucket of a full shape
+            nodes = None if known else self._place(job, bucket.signature, kind, shape, groups, free, failed,
+                                                   blocked, admission)
             if nodes is None:
                 if not backfill and not _over_quota(job, cluster, admission):
                     # a fleet-wide job (cluster None) heads every cluster's line
@@ -416,20 +430,21 @@ class QueueScheduler:
             return None
         quota = self._memory.quota
         out = []
-        for signature, bucket in self._buckets.items():
+        for bucket in self._buckets.values():
             # every option in its cluster refused, and it has no other
-            if quota.get(signature) is False and bucket.local:
+            if quota.get(bucket.kind) is False and bucket.local:
                 continue
             out.append(bucket.jobs[0])
         return out
 
-    def borrow_pass(self, view: SchedulerView) -> Decision | None:
+    def borrow_pass(self, view: SchedulerView) -> tuple[Start, ...] | None:
         """Step 3 of ``quota = "borrow"`` (simsched.policies.quota), right after the walk within quotas
         when nothing changed since (no reclaim): the walk again over every waiting job, without
         quotas, with the GPUs the walk left. Exactly the same starts as a new walk over a view of the
         waiting jobs, cheaper: every kind of job still waiting failed in the first walk, either for its
         shape (it fits no free GPUs, and they only shrank) or for its tenant's quota, so only the kinds
-        refused for quotas are merged. None when the first walk was not one this applies to."""
+        refused for quotas are merged. Its starts; None when the first walk was not one this applies
+        to."""
         free = self._after_walk
         self._after_walk = None
         if free is None:
@@ -440,31 +455,35 @@ class QueueScheduler:
         groups = view.fleet.groups
         vector = self._vector is not None
         heap: list = []
-        most = max(free, default=0)
-        if most:
-            for order, (signature, bucket) in enumerate(self._buckets.items()):
-                if signature not in quota or signature[:3] in full:
+        most = None  # (as in _decide_buckets: computed when first needed)
+        if quota:
+            for order, bucket in enumerate(self._buckets.values()):
+                if bucket.kind not in quota or bucket.shape in full:
                     continue
+                if most is None:
+                    most = max(free, default=0)
+                    if not most:
+                        break  # no GPU free anywhere
                 if bucket.least > most:
-                    full.add(signature[:3])  # (as in _decide_buckets)
+                    full.add(bucket.shape)  # (as in _decide_buckets)
                     continue
                 if vector and not could_fit(bucket.jobs[0], bucket.cluster, groups, free):
-                    full.add(signature[:3])
+                    full.add(bucket.shape)
                     continue
                 if not bucket.begin(self.ordering, view.now):  # (keys were numbers a moment ago)
                     return None
                 key, job = bucket.head()
                 heap.append((key, order, bucket, job))
-        starts = self._merge(heap, view, free, None) if heap else []
+        starts = tuple(self._merge(heap, view, free, None)) if heap else ()
         memory.end(free, None)
-        return Decision(tuple(starts))
+        return starts
 
-    def _decide_sorted_fallback(self, view: SchedulerView) -> Decision:
+    def _decide_sorted_fallback(self, view: SchedulerView, admission) -> Decision:
         """A NaN key has no place in a merge: walk the sorted queue, then forget the starts."""
         for bucket in self._buckets.values():
             bucket.taken, bucket.keys = [], None
         ordered = self.ordering.sort(view.queue, view)
-        decision = self._walk(view, ordered, self._signature_of, dict.fromkeys(self._buckets))
+        decision = self._walk(view, ordered, self._signature_of, dict.fromkeys(self._buckets), admission)
         for start in decision.starts:
             signature = self._signature_of.pop(start.job_id)
             bucket = self._buckets[signature]
@@ -492,18 +511,18 @@ class QueueScheduler:
         return self._jobs
 
     def _walk(self, view: SchedulerView, ordered: list[JobView], signature_of: dict[str, tuple],
-              counts: dict) -> Decision:
+              counts: dict, admission) -> Decision:
         free = list(view.free)
         groups = view.fleet.groups
         cluster_count = len(view.fleet.cluster_names)
         blocked: set[int] = set()
-        admission = getattr(view, "admission", None)
         memory = self._memory
         # (see _decide_buckets) failures are reused only when backfilling
         memory.begin(free, admission, self.backfill)
         failed, full, refused = memory.options, memory.full, memory.quota_failures(admission)
+        ids = {signature: self._ids(signature) for signature in counts}
         # the kinds of job still queued that fail now: once all do, nothing else can start
-        dead = {s for s in counts if s[:3] in full or s in refused}
+        dead = {s for s, (kind, shape) in ids.items() if shape in full or kind in refused}
         starts: list[Start] = []
         for job in ordered:
             if len(dead) == len(counts):
@@ -512,8 +531,10 @@ class QueueScheduler:
             cluster = signature[0]
             if cluster in blocked:
                 continue
-            known = signature in dead or signature[:3] in full
-            nodes = None if known else self._place(job, signature, groups, free, failed, blocked, admission)
+            kind, shape = ids[signature]
+            known = signature in dead or shape in full
+            nodes = None if known else self._place(job, signature, kind, shape, groups, free, failed, blocked,
+                                                   admission)
             if nodes is None:
                 dead.add(signature)
                 if not self.backfill and not _over_quota(job, cluster, admission):
@@ -527,8 +548,14 @@ class QueueScheduler:
         return Decision(tuple(starts))
 
     def decide(self, view: SchedulerView) -> Decision:
+        return self.decide_admitted(view, getattr(view, "admission", None))
+
+    def decide_admitted(self, view: SchedulerView, admission) -> Decision:
+        """:meth:`decide` with tenants' quotas checked by ``admission`` (an
+        :class:`~simsched.policies.quota.Admission`, or None), the same as deciding over a view whose
+        ``admission`` it is, without building one (the quota wrapper's call for every decision)."""
         if self._bucketed:
-            return self._decide_buckets(view)
+            return self._decide_buckets(view, admission)
         ordered = self.ordered_queue(view)
         if self._plans:
             self.allocation.prepare(view, ordered)
@@ -543,7 +570,7 @@ class QueueScheduler:
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         else:
             signature_of = {job.job_id: self._signature(job, view) for job in ordered}
-            decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()))
+            decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()), admission)
         if self.ordering.static and decision.starts:  # forget the started jobs
             started = {start.job_id for start in decision.starts}
             for job in [job for job in ordered if job.job_id in started]:

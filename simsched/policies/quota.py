@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 from simsched.policies.base import Decision, JobView, Option, Scheduler, SchedulerView, Start
 from simsched.policies.placement import Placement, best_fit, commit, trial
+from simsched.policies.queue import QueueScheduler
 from simsched.tenancy import Staged
 
 
@@ -172,6 +173,10 @@ class QuotaScheduler:
         self.native = bool(getattr(policy, "supports_admission", False))
         if self.native:
             policy.by_tenant = True  # jobs of different tenants no longer fit or fail together
+        # the queue walk takes the admission directly (no view around the decision's to carry it),
+        # unless a subclass decides otherwise
+        self._admitted = (policy.decide_admitted if self.native and isinstance(policy, QueueScheduler)
+                          and type(policy).decide is QueueScheduler.decide else None)
         # a walk that can continue over its own queue for step 3 (QueueScheduler.borrow_pass)
         self._continues = self.native and mode == "borrow" and hasattr(policy, "borrow_pass")
         interval = getattr(policy, "interval_s", None)
@@ -194,13 +199,17 @@ class QuotaScheduler:
         if tenancy is None:  # no quotas anywhere: the policy as it is
             return self.policy.decide(view)
         staged = Staged(tenancy)
+        admitted = self._admitted
         if self.native and self.mode == "strict":  # 1. within quota: the walk admits every start itself
+            if admitted is not None:
+                return admitted(view, Admission(staged))
             return self.policy.decide(SubView(view, None, None, view.free, Admission(staged)))
         # 1. within quota
         admission = None
         if self.native:
             admission = Admission(staged)
-            decision = self.policy.decide(SubView(view, None, None, view.free, admission))
+            decision = (admitted(view, admission) if admitted is not None
+                        else self.policy.decide(SubView(view, None, None, view.free, admission)))
             fast = self._borrow_after_walk(decision, view, staged) if self._continues else None
             if fast is not None:
                 return fast
@@ -277,7 +286,7 @@ class QuotaScheduler:
         more = policy.borrow_pass(view)
         if more is None:
             return None
-        return Decision(decision.starts + more.starts) if more.starts else decision
+        return Decision(decision.starts + more) if more else decision
 
     def _reclaim_pass(self, queue: Sequence[JobView], view: SchedulerView, staged: Staged, free: list[int],
                       running: list[JobView], preempts: list[str], starts: list[Start], started: set[str]) -> None:

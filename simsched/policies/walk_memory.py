@@ -14,15 +14,20 @@ with what it depends on:
   with fewer (it needs enough slots, SPEC §4).
 - **over quota**: the tenant's quota refuses every option (tenants' quotas,
   simsched.policies.quota). It does not depend on the free GPUs; it holds
-  while the tenant's room has not grown (no job of the tenant ended or was
-  preempted, the dated quota table did not move: the ledger counts
-  releases, ``Staged.mark`` / ``Staged.grown_since``).
+  while the tenant's room has not grown: no job of the tenant ended or was
+  preempted in a cluster where it then has room left (one still at or
+  above its quota there, borrowing under ``"borrow"``, refuses every job),
+  and the dated quota table did not move. The ledger counts its releases
+  (``Staged.mark`` / ``Staged.grown_since``).
 - **mixed**: some options refused by the quota, the others full. It holds
   while both hold.
 
 The walk skips the kinds in :attr:`WalkMemory.full` (by shape) and
-:meth:`WalkMemory.quota_failures` (by signature) and reports each new failure
-with :meth:`WalkMemory.failed`. The rooms come from the
+:meth:`WalkMemory.quota_failures` (by kind) and reports each new failure with
+:meth:`WalkMemory.failed`. Kinds and shapes are known by small integers
+(``QueueScheduler._ids``, one per signature tuple and per shape tuple): the
+walk looks them up for every bucket at every decision, and an integer hashes
+far faster than a tuple. The rooms come from the
 walk's ``admission`` (:class:`~simsched.policies.quota.Admission`); a walk
 without one (no quotas, or the borrowing pass) refuses nothing, so it uses
 only the "full" failures and keeps the quota ones for the next walk that has
@@ -45,13 +50,13 @@ class WalkMemory:
         self.free_after: list[int] | None = None  # the free GPUs the last walk ended with
         # option shapes (cluster, type, per_worker, workers) that did not fit (place_job's ``failed``)
         self.options: set[tuple] = set()
-        self.full: set[tuple] = set()  # job shapes (cluster, id(options), workers) none of whose options fit
-        # signatures refused (partly) for their tenant's quota -> True when the refusal is mixed
+        self.full: set[int] = set()  # job shapes (cluster, id(options), workers) none of whose options fit
+        # kinds (signatures) refused (partly) for their tenant's quota -> True when the refusal is mixed
         # (it also depends on the free GPUs); ``mixed`` those, ``by_tenant`` them all by tenant
         # (what to forget when the free GPUs change, when a tenant's room grows)
-        self.quota: dict[tuple, bool] = {}
-        self.mixed: set[tuple] = set()
-        self.by_tenant: dict[str | None, set[tuple]] = {}
+        self.quota: dict[int, bool] = {}
+        self.mixed: set[int] = set()
+        self.by_tenant: dict[str | None, set[int]] = {}
         self.mark: tuple | None = None  # the ledger's mark after the last walk with an admission (Staged.mark)
 
     def _forget_quota(self) -> None:
@@ -68,8 +73,8 @@ class WalkMemory:
             self.options, self.full = set(), set()
             if self.mixed:
                 quota = self.quota
-                for signature in self.mixed:
-                    del quota[signature]
+                for kind in self.mixed:
+                    del quota[kind]
                 self.mixed = set()
         if admission is not None and self.quota:
             grown = admission.staged.grown_since(self.mark)
@@ -78,31 +83,33 @@ class WalkMemory:
             elif grown:
                 quota, mixed, by_tenant = self.quota, self.mixed, self.by_tenant
                 for tenant in grown:
-                    for signature in by_tenant.pop(tenant, ()):
-                        if quota.pop(signature, None):
-                            mixed.discard(signature)
+                    if tenant in by_tenant:
+                        for kind in by_tenant.pop(tenant):
+                            if quota.pop(kind, None):
+                                mixed.discard(kind)
 
     def quota_failures(self, admission) -> dict | frozenset:
         """The quota failures this walk may skip (none without an admission)."""
         return self.quota if admission is not None else _NONE
 
-    def failed(self, signature: tuple, asked: int, refused: int) -> None:
-        """Jobs of ``signature`` did not fit, the quota refusing ``refused`` of the ``asked`` options
-        (all its options in its cluster; 0 of 0 in a walk without quotas): remember why."""
+    def failed(self, signature: tuple, kind: int, shape: int, asked: int, refused: int) -> None:
+        """Jobs of ``signature`` (known as ``kind``, its shape as ``shape``) did not fit, the quota
+        refusing ``refused`` of the ``asked`` options (all its options in its cluster; 0 of 0 in a
+        walk without quotas): remember why."""
         if not refused:
-            self.full.add(signature[:3])
+            self.full.add(shape)
         elif len(signature) == 4:  # (cluster, options, workers, tenant): see QueueScheduler._signature
             mixed = refused < asked
-            self.quota[signature] = mixed
+            self.quota[kind] = mixed
             if mixed:
-                self.mixed.add(signature)
+                self.mixed.add(kind)
             else:
-                self.mixed.discard(signature)
+                self.mixed.discard(kind)
             tenant = self.by_tenant.get(signature[3])
             if tenant is None:
-                self.by_tenant[signature[3]] = {signature}
+                self.by_tenant[signature[3]] = {kind}
             else:
-                tenant.add(signature)
+                tenant.add(kind)
 
     def end(self, free: list[int], admission) -> None:
         """The walk ended leaving ``free`` (after its starts, charged to ``admission``)."""
