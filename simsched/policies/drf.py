@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
@@ -64,9 +65,38 @@ def dominant_share(held: list[float], entitled: list[float]) -> float:
 
 
 class DrfScheduler(FairShareBase):
-    """Progressive filling by dominant share (see the module docstring)."""
+    """Progressive filling by dominant share (see the module docstring).
+
+    How a decision stays cheap on a long queue (under ``quota = "strict"`` tenants
+    wait for their share while GPUs idle, and the queue grows to hundreds): the
+    queued jobs are kept between decisions by *kind* (cluster, options, workers,
+    tenant), each kind in submit order. Jobs of a kind fit or fail together
+    within a decision (free GPUs and quota rooms only shrink), so a tenant's
+    first job that fits is the earliest head of its kinds that have not failed,
+    and a decision costs about the kinds and the starts, not the queue. The
+    starts are those of the plain walk over each tenant's jobs in submit order
+    (``remember_failures = False``, the reference in the tests). With a
+    planning allocation (MCT) a job's cluster changes between decisions, so
+    that case walks each tenant's sorted jobs.
+    """
 
     name = "drf"
+
+    def __init__(self, placement, allocation, backfill: bool = True) -> None:
+        super().__init__(placement, allocation, backfill)
+        # the queue by kind, kept between decisions (a static allocation only: see the class docstring)
+        self._static = type(allocation).prepare is Allocation.prepare
+        self._kinds: dict[tuple, _Kind] = {}
+        self._kind_of: dict[str, _Kind] = {}  # queued job id -> its kind
+        self._tenant_kinds: dict[str | None, dict[tuple, _Kind]] = {}
+        self._last_seq = -1
+        # under quota = "borrow" the wrapper asks twice per decision, over the same running jobs and
+        # quotas: the GPUs each tenant held (by the running tuple) and the entitlements (by the quota
+        # ledger, its version and the active tenants) are kept from the first time
+        self._held_from: tuple | None = None
+        self._held: dict[str | None, list[float]] = {}
+        self._entitled_from: tuple | None = None
+        self._entitled: dict[str | None, list[float]] = {}
 
     def shares(self, view: SchedulerView) -> dict[str | None, float]:
         """Every active tenant's dominant share now (for tests and users)."""
@@ -87,6 +117,128 @@ class DrfScheduler(FairShareBase):
         return held, entitlements(view, self.quotas(view), active)
 
     def decide(self, view: SchedulerView) -> Decision:
+        if self._static and self.remember_failures:
+            return self._decide_kinds(view)
+        return self._decide_walk(view)
+
+    # -- the queue by kind -----------------------------------------------------------
+    def _sync(self, view: SchedulerView) -> None:
+        """Take in the jobs that entered the queue since the last decision (rebuild when the queue
+        changed otherwise: a job another step of the quota wrapper started)."""
+        newcomers = view.queued_after(self._last_seq)
+        if newcomers:
+            self._last_seq = max(self._last_seq, newcomers[0].queue_seq)
+        if len(self._kind_of) + len(newcomers) != view.queue_length:
+            self._kinds, self._kind_of, self._tenant_kinds = {}, {}, {}
+            newcomers = view.queue
+            self._last_seq = max((job.queue_seq for job in newcomers), default=self._last_seq)
+        kinds = self._kinds
+        for job in newcomers:
+            cluster = self.allocation.cluster_for(job, view)
+            signature = (cluster, id(job.options), job.workers, job.tenant)
+            kind = kinds.get(signature)
+            if kind is None:
+                kind = kinds[signature] = _Kind(signature, cluster, job.tenant)
+                self._tenant_kinds.setdefault(job.tenant, {})[signature] = kind
+            kind.add(job)
+            self._kind_of[job.job_id] = kind
+
+    def _decide_kinds(self, view: SchedulerView) -> Decision:
+        """The walk over the queue by kind (see the class docstring)."""
+        self._sync(view)
+        free = list(view.free)
+        if not self._kind_of or not any(free):
+            return EMPTY_DECISION
+        clusters = len(view.fleet.cluster_names)
+        running = view.running
+        if running is self._held_from:
+            held = {tenant: list(row) for tenant, row in self._held.items()}
+        else:
+            held = {}
+            for job in running:
+                row = held.get(job.tenant)
+                if row is None:
+                    row = held[job.tenant] = [0.0] * clusters
+                row[job.running_cluster] += held_gpus(job)
+            self._held_from, self._held = running, {tenant: list(row) for tenant, row in held.items()}
+        tenant_kinds = self._tenant_kinds
+        for tenant in tenant_kinds:
+            if tenant not in held:
+                held[tenant] = [0.0] * clusters
+        quotas = self.quotas(view)
+        version, active = getattr(quotas, "version", None), frozenset(held)
+        last = self._entitled_from
+        if (last is None or last[0] is not quotas or last[1] is not view.fleet or last[2] != version
+                or last[3] != active):
+            self._entitled_from, self._entitled = (quotas, view.fleet, version, active), entitlements(view, quotas, held)
+        entitled = self._entitled
+        heap = []
+        for tenant, kinds in tenant_kinds.items():
+            for kind in kinds.values():
+                kind.pos = 0
+            first = min(kind.keys[0] for kind in kinds.values())
+            heap.append((dominant_share(held[tenant], entitled[tenant]), first[0], first[1], tenant_order(tenant),
+                         tenant))
+        heapq.heapify(heap)
+        groups = view.fleet.groups
+        node_cluster = view.fleet.node_cluster
+        admission = getattr(view, "admission", None)
+        backfill = self.backfill
+        failed: set[tuple] = set()  # shapes that did not fit: free only shrinks in a decision
+        starts: list[Start] = []
+        touched: list[_Kind] = []
+        dead: set[_Kind] = set()  # kinds that failed in this decision
+        while heap:
+            _, _, _, order, tenant = heapq.heappop(heap)
+            kinds = tenant_kinds[tenant].values()
+            while True:
+                # the tenant's earliest job (submit order) of a kind that has not failed
+                kind = None
+                for k in kinds:
+                    if k.pos < len(k.jobs) and k not in dead and (kind is None or k.keys[k.pos] < kind.keys[kind.pos]):
+                        kind = k
+                if kind is None:
+                    break
+                job = kind.jobs[kind.pos]
+                nodes = place_job(job, kind.cluster, groups, self.placement, free, failed, admission=admission)
+                if nodes is None:
+                    dead.add(kind)
+                    if not backfill and not _over_quota(job, kind.cluster, admission):
+                        break  # (a job over its tenant's quota waits for it and holds no line)
+                    continue
+                starts.append(Start(job.job_id, nodes))
+                if not kind.pos:
+                    touched.append(kind)
+                kind.pos += 1
+                held[tenant][node_cluster[nodes[0]]] += _taken(job, nodes, view) / 1000
+                # the tenant's next job in submit order, as the plain walk reads it (failed kinds too)
+                after = kind.keys[kind.pos - 1]
+                nxt = None
+                for k in kinds:
+                    i = k.pos if k not in dead else bisect_right(k.keys, after, k.pos)
+                    if i < len(k.keys) and (nxt is None or k.keys[i] < nxt):
+                        nxt = k.keys[i]
+                if nxt is not None:
+                    heapq.heappush(heap, (dominant_share(held[tenant], entitled[tenant]), nxt[0], nxt[1], order,
+                                          tenant))
+                break
+            if not any(free):
+                break
+        for kind in touched:  # forget the started jobs
+            for job in kind.jobs[:kind.pos]:
+                del self._kind_of[job.job_id]
+            del kind.jobs[:kind.pos]
+            del kind.keys[:kind.pos]
+            kind.pos = 0
+            if not kind.jobs:
+                del self._kinds[kind.signature]
+                del tenant_kinds[kind.tenant][kind.signature]
+                if not tenant_kinds[kind.tenant]:
+                    del tenant_kinds[kind.tenant]
+        return Decision(tuple(starts)) if starts else EMPTY_DECISION
+
+    # -- each tenant's sorted jobs ---------------------------------------------------
+    def _decide_walk(self, view: SchedulerView) -> Decision:
         queue = view.queue
         free = list(view.free)
         if not queue or not any(free):
@@ -137,6 +289,31 @@ class DrfScheduler(FairShareBase):
             if not any(free):
                 break
         return Decision(tuple(starts))
+
+
+class _Kind:
+    """Queued jobs of one kind (cluster, options, workers, tenant) in (submit, index) order; ``pos``:
+    how many of them the current decision started."""
+
+    __slots__ = ("signature", "cluster", "tenant", "jobs", "keys", "pos")
+
+    def __init__(self, signature: tuple, cluster: int | None, tenant: str | None) -> None:
+        self.signature = signature
+        self.cluster = cluster
+        self.tenant = tenant
+        self.jobs: list[JobView] = []
+        self.keys: list[tuple[float, int]] = []
+        self.pos = 0
+
+    def add(self, job: JobView) -> None:
+        key = (job.submit, job.index)
+        if not self.keys or self.keys[-1] < key:
+            self.keys.append(key)
+            self.jobs.append(job)
+        else:
+            i = bisect_right(self.keys, key)
+            self.keys.insert(i, key)
+            self.jobs.insert(i, job)
 
 
 def _taken(job: JobView, nodes: tuple[int, ...], view: SchedulerView) -> int:

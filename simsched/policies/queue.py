@@ -330,12 +330,12 @@ class QueueScheduler:
         if admission is None:
             nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked)
             if nodes is None:
-                self._memory.failed(signature, kind, shape, 0, 0)
+                self._memory.failed(job, signature, kind, shape, 0, 0)
             return nodes
         asked, refused = admission.asked, admission.refused
         nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked, admission)
         if nodes is None:
-            self._memory.failed(signature, kind, shape, admission.asked - asked, admission.refused - refused)
+            self._memory.failed(job, signature, kind, shape, admission.asked - asked, admission.refused - refused)
         return nodes
 
     def _decide_buckets(self, view: SchedulerView, admission) -> Decision:

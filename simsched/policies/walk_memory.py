@@ -14,11 +14,15 @@ with what it depends on:
   with fewer (it needs enough slots, SPEC §4).
 - **over quota**: the tenant's quota refuses every option (tenants' quotas,
   simsched.policies.quota). It does not depend on the free GPUs; it holds
-  while the tenant's room has not grown: no job of the tenant ended or was
-  preempted in a cluster where it then has room left (one still at or
-  above its quota there, borrowing under ``"borrow"``, refuses every job),
-  and the dated quota table did not move. The ledger counts its releases
-  (``Staged.mark`` / ``Staged.grown_since``).
+  while the tenant's room has not grown (no job of the tenant ended or was
+  preempted in a cluster where it then has room left, and the dated quota
+  table did not move: the ledger counts its releases, ``Staged.mark`` /
+  ``Staged.grown_since``; a tenant still at or above its quota there,
+  borrowing under ``"borrow"``, refuses every job). When a tenant's room
+  did grow, each of its refused kinds asks the room again with one of its
+  jobs, without trying a placement, and stays refused while the room
+  refuses every option (a release of 2 GPUs does not make room for an
+  8-GPU job).
 - **mixed**: some options refused by the quota, the others full. It holds
   while both hold.
 
@@ -44,7 +48,7 @@ _NONE: frozenset = frozenset()
 class WalkMemory:
     """The failures a queue walk may reuse (see the module docstring)."""
 
-    __slots__ = ("free_after", "options", "full", "quota", "mixed", "by_tenant", "mark")
+    __slots__ = ("free_after", "options", "full", "quota", "mixed", "by_tenant", "probes", "mark")
 
     def __init__(self) -> None:
         self.free_after: list[int] | None = None  # the free GPUs the last walk ended with
@@ -57,10 +61,12 @@ class WalkMemory:
         self.quota: dict[int, bool] = {}
         self.mixed: set[int] = set()
         self.by_tenant: dict[str | None, set[int]] = {}
+        # a refused kind -> one of its jobs and its cluster: what asks its tenant's room again (begin)
+        self.probes: dict[int, tuple] = {}
         self.mark: tuple | None = None  # the ledger's mark after the last walk with an admission (Staged.mark)
 
     def _forget_quota(self) -> None:
-        self.quota, self.mixed, self.by_tenant = {}, set(), {}
+        self.quota, self.mixed, self.by_tenant, self.probes = {}, set(), {}, {}
 
     def begin(self, free: list[int], admission, reuse: bool) -> None:
         """Forget what may no longer hold for a walk starting from ``free`` under ``admission``."""
@@ -72,28 +78,42 @@ class WalkMemory:
         if free != self.free_after:
             self.options, self.full = set(), set()
             if self.mixed:
-                quota = self.quota
+                quota, probes = self.quota, self.probes
                 for kind in self.mixed:
                     del quota[kind]
+                    del probes[kind]
                 self.mixed = set()
         if admission is not None and self.quota:
             grown = admission.staged.grown_since(self.mark)
             if grown is None:
                 self._forget_quota()
             elif grown:
-                quota, mixed, by_tenant = self.quota, self.mixed, self.by_tenant
+                quota, mixed, by_tenant, probes = self.quota, self.mixed, self.by_tenant, self.probes
+                staged = admission.staged
                 for tenant in grown:
-                    if tenant in by_tenant:
-                        for kind in by_tenant.pop(tenant):
-                            if quota.pop(kind, None):
+                    kinds = by_tenant.pop(tenant, None)
+                    if not kinds:
+                        continue
+                    kept = set()
+                    for kind in kinds:
+                        was_mixed = quota.get(kind)
+                        if was_mixed is False and _refused(probes[kind], staged):
+                            kept.add(kind)  # its room grew, not enough for any option: it still refuses
+                            continue
+                        if was_mixed is not None:
+                            del quota[kind]
+                            del probes[kind]
+                            if was_mixed:
                                 mixed.discard(kind)
+                    if kept:
+                        by_tenant[tenant] = kept
 
     def quota_failures(self, admission) -> dict | frozenset:
         """The quota failures this walk may skip (none without an admission)."""
         return self.quota if admission is not None else _NONE
 
-    def failed(self, signature: tuple, kind: int, shape: int, asked: int, refused: int) -> None:
-        """Jobs of ``signature`` (known as ``kind``, its shape as ``shape``) did not fit, the quota
+    def failed(self, job, signature: tuple, kind: int, shape: int, asked: int, refused: int) -> None:
+        """``job``, of ``signature`` (known as ``kind``, its shape as ``shape``), did not fit, the quota
         refusing ``refused`` of the ``asked`` options (all its options in its cluster; 0 of 0 in a
         walk without quotas): remember why."""
         if not refused:
@@ -101,6 +121,7 @@ class WalkMemory:
         elif len(signature) == 4:  # (cluster, options, workers, tenant): see QueueScheduler._signature
             mixed = refused < asked
             self.quota[kind] = mixed
+            self.probes[kind] = (job, signature[0])
             if mixed:
                 self.mixed.add(kind)
             else:
@@ -116,3 +137,16 @@ class WalkMemory:
         self.free_after = free
         if admission is not None:
             self.mark = admission.staged.mark()
+
+
+def _refused(probe: tuple, staged) -> bool:
+    """Whether the tenant's room (``staged``) refuses every option of the probe's job in its cluster
+    (None: any), as :func:`~simsched.policies.queue.place_job` asks it (a backfilling walk, which
+    alone reuses failures, blocks no cluster)."""
+    job, cluster = probe
+    workers, tenant = job.workers, job.tenant
+    for option in job.options:
+        if (cluster is None or option.cluster == cluster) and staged.admits(
+                tenant, option.cluster, option.gpu_type, option.per_worker * workers):
+            return False
+    return True
