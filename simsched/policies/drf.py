@@ -53,6 +53,7 @@ from simsched.policies.shares import (
     plan_clusters,
     tenant_order,
 )
+from simsched.policies.walk_memory import WalkMemory
 
 
 def dominant_share(held: list[float], entitled: list[float]) -> float:
@@ -73,11 +74,13 @@ class DrfScheduler(FairShareBase):
     tenant), each kind in submit order. Jobs of a kind fit or fail together
     within a decision (free GPUs and quota rooms only shrink), so a tenant's
     first job that fits is the earliest head of its kinds that have not failed,
-    and a decision costs about the kinds and the starts, not the queue. The
-    starts are those of the plain walk over each tenant's jobs in submit order
-    (``remember_failures = False``, the reference in the tests). With a
-    planning allocation (MCT) a job's cluster changes between decisions, so
-    that case walks each tenant's sorted jobs.
+    and a decision costs about the kinds and the starts, not the queue. When
+    backfilling, the kinds that failed are remembered across decisions while
+    they still fail, as the queue walk remembers them
+    (simsched.policies.walk_memory). The starts are those of the plain walk
+    over each tenant's jobs in submit order (``remember_failures = False``, the
+    reference in the tests). With a planning allocation (MCT) a job's cluster
+    changes between decisions, so that case walks each tenant's sorted jobs.
     """
 
     name = "drf"
@@ -90,6 +93,11 @@ class DrfScheduler(FairShareBase):
         self._kind_of: dict[str, _Kind] = {}  # queued job id -> its kind
         self._tenant_kinds: dict[str | None, dict[tuple, _Kind]] = {}
         self._last_seq = -1
+        # the kinds that failed, while they still fail (simsched.policies.walk_memory, as the queue walk
+        # keeps it), by small integers per kind and per shape (cluster, options, workers)
+        self._memory = WalkMemory()
+        self._kind_ids: dict[tuple, tuple[int, int]] = {}
+        self._shape_ids: dict[tuple, int] = {}
         # under quota = "borrow" the wrapper asks twice per decision, over the same running jobs and
         # quotas: the GPUs each tenant held (by the running tuple) and the entitlements (by the quota
         # ledger, its version and the active tenants) are kept from the first time
@@ -138,7 +146,11 @@ class DrfScheduler(FairShareBase):
             signature = (cluster, id(job.options), job.workers, job.tenant)
             kind = kinds.get(signature)
             if kind is None:
-                kind = kinds[signature] = _Kind(signature, cluster, job.tenant)
+                ids = self._kind_ids.get(signature)
+                if ids is None:
+                    shape = self._shape_ids.setdefault(signature[:3], len(self._shape_ids))
+                    ids = self._kind_ids[signature] = (len(self._kind_ids), shape)
+                kind = kinds[signature] = _Kind(signature, cluster, job.tenant, *ids)
                 self._tenant_kinds.setdefault(job.tenant, {})[signature] = kind
             kind.add(job)
             self._kind_of[job.job_id] = kind
@@ -184,23 +196,34 @@ class DrfScheduler(FairShareBase):
         node_cluster = view.fleet.node_cluster
         admission = getattr(view, "admission", None)
         backfill = self.backfill
-        failed: set[tuple] = set()  # shapes that did not fit: free only shrinks in a decision
+        memory = self._memory
+        # failures are reused across decisions only when backfilling (as in the queue walk)
+        memory.begin(free, admission, backfill)
+        # (without backfilling a failure also ends its tenant's turn: every kind is tried then)
+        full, refused = (memory.full, memory.quota_failures(admission)) if backfill else ((), ())
+        failed = memory.options  # option shapes that did not fit: free only shrinks in a decision
         starts: list[Start] = []
         touched: list[_Kind] = []
         dead: set[_Kind] = set()  # kinds that failed in this decision
         while heap:
             _, _, _, order, tenant = heapq.heappop(heap)
             kinds = tenant_kinds[tenant].values()
-            while True:
-                # the tenant's earliest job (submit order) of a kind that has not failed
-                kind = None
-                for k in kinds:
-                    if k.pos < len(k.jobs) and k not in dead and (kind is None or k.keys[k.pos] < kind.keys[kind.pos]):
-                        kind = k
-                if kind is None:
-                    break
+            # its kinds that have not failed, by their next job (submit order); a failure changes no
+            # other kind's next job, so they are tried in this order until one starts
+            # (and not known to fail: the memory's full shapes and quota refusals)
+            for _, kind in sorted((k.keys[k.pos], k) for k in kinds if k.pos < len(k.keys) and k not in dead
+                                  and k.shape not in full and k.kind not in refused):
                 job = kind.jobs[kind.pos]
-                nodes = place_job(job, kind.cluster, groups, self.placement, free, failed, admission=admission)
+                if admission is None:
+                    nodes = place_job(job, kind.cluster, groups, self.placement, free, failed)
+                    if nodes is None:
+                        memory.failed(job, kind.signature, kind.kind, kind.shape, 0, 0)
+                else:
+                    asked, refusals = admission.asked, admission.refused
+                    nodes = place_job(job, kind.cluster, groups, self.placement, free, failed, admission=admission)
+                    if nodes is None:
+                        memory.failed(job, kind.signature, kind.kind, kind.shape, admission.asked - asked,
+                                      admission.refused - refusals)
                 if nodes is None:
                     dead.add(kind)
                     if not backfill and not _over_quota(job, kind.cluster, admission):
@@ -211,11 +234,12 @@ class DrfScheduler(FairShareBase):
                     touched.append(kind)
                 kind.pos += 1
                 held[tenant][node_cluster[nodes[0]]] += _taken(job, nodes, view) / 1000
-                # the tenant's next job in submit order, as the plain walk reads it (failed kinds too)
+                # the tenant's next job in submit order, as the plain walk reads it (failed kinds too:
+                # their first job after this one; a kind not failed has none before it)
                 after = kind.keys[kind.pos - 1]
                 nxt = None
                 for k in kinds:
-                    i = k.pos if k not in dead else bisect_right(k.keys, after, k.pos)
+                    i = bisect_right(k.keys, after, k.pos)
                     if i < len(k.keys) and (nxt is None or k.keys[i] < nxt):
                         nxt = k.keys[i]
                 if nxt is not None:
@@ -224,6 +248,7 @@ class DrfScheduler(FairShareBase):
                 break
             if not any(free):
                 break
+        memory.end(free, admission)
         for kind in touched:  # forget the started jobs
             for job in kind.jobs[:kind.pos]:
                 del self._kind_of[job.job_id]
@@ -295,12 +320,13 @@ class _Kind:
     """Queued jobs of one kind (cluster, options, workers, tenant) in (submit, index) order; ``pos``:
     how many of them the current decision started."""
 
-    __slots__ = ("signature", "cluster", "tenant", "jobs", "keys", "pos")
+    __slots__ = ("signature", "cluster", "tenant", "kind", "shape", "jobs", "keys", "pos")
 
-    def __init__(self, signature: tuple, cluster: int | None, tenant: str | None) -> None:
+    def __init__(self, signature: tuple, cluster: int | None, tenant: str | None, kind: int, shape: int) -> None:
         self.signature = signature
         self.cluster = cluster
         self.tenant = tenant
+        self.kind, self.shape = kind, shape  # the walk memory's integers for it
         self.jobs: list[JobView] = []
         self.keys: list[tuple[float, int]] = []
         self.pos = 0
