@@ -113,14 +113,15 @@ class Tenancy:
         self._add(tenant, cluster, gpu_type, -milli)
 
     def _add(self, tenant: str | None, cluster: int, gpu_type: str, milli: int) -> None:
-        key = self.key(tenant, cluster)
-        self._usage[cluster, key] = self._usage.get((cluster, key), 0) + milli
-        if (cluster, key) in self._per_type:
+        key = tenant if tenant in self._listed[cluster] else OTHER  # (self.key, inlined: once per start and end)
+        pair = (cluster, key)
+        usage = self._usage
+        usage[pair] = usage.get(pair, 0) + milli
+        if pair in self._per_type:
             self._type_usage[cluster, key, gpu_type] = self._type_usage.get((cluster, key, gpu_type), 0) + milli
         self._tenant_usage[tenant] = self._tenant_usage.get(tenant, 0) + milli
         if milli < 0 and self._limited[cluster]:
             self._releases += 1
-            pair = (cluster, key)
             self._last_release[pair] = self._releases
             log = self._log
             log.append(pair)

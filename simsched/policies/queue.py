@@ -308,6 +308,25 @@ class QueueScheduler:
             bucket.least = min(shares, default=math.inf)
         bucket.add(job, self._sort_key(job, view) if self._vector is None else view)
 
+    def forget(self, job_ids) -> None:
+        """Queued jobs that someone else started (the quota wrapper's reclaim step) leave the buckets,
+        so that the next walk finds them in step with the queue (else it rebuilds them all)."""
+        if not self._bucketed:
+            return
+        for job_id in job_ids:
+            signature = self._signature_of.pop(job_id, None)
+            if signature is None:
+                continue
+            bucket = self._buckets[signature]
+            row = next(i for i, job in enumerate(bucket.jobs) if job.job_id == job_id)
+            if isinstance(bucket, SortedBucket):
+                del bucket.keys[row]
+                del bucket.jobs[row]
+            else:
+                bucket.remove_row(row)
+            if not bucket.jobs:
+                del self._buckets[signature]
+
     def _sync(self, view: SchedulerView) -> None:
         """Take in the jobs that entered the queue since the last decision."""
         newcomers = view.queued_after(self._last_seq)
@@ -351,14 +370,14 @@ class QueueScheduler:
         full, refused = memory.full, memory.quota_failures(admission)
         vector = self._vector is not None
         heap: list = []
-        most = None  # the most free milli-GPUs on one node (computed when first needed)
+        most = memory.most  # the most free milli-GPUs on one node (computed when first needed)
         for order, bucket in enumerate(buckets.values()):
             if backfill:
                 if bucket.shape in full or bucket.kind in refused:
                     continue
                 if admission is None:  # (with quotas a refusal is the longer-lived memory: ask first)
                     if most is None:
-                        most = max(free, default=0)
+                        most = memory.most = max(free, default=0)
                     if bucket.least > most:
                         full.add(bucket.shape)  # no node has room for one worker: no placement fits
                         continue
@@ -371,6 +390,8 @@ class QueueScheduler:
             key, job = bucket.head()
             heap.append((key, order, bucket, job))
         starts = self._merge(heap, view, free, admission)
+        if starts:
+            memory.most = None  # (the starts took free GPUs)
         memory.end(free, admission)
         # quota = "borrow" may go on over the same buckets (borrow_pass): only after a backfilling walk
         self._after_walk = free if admission is not None and backfill else None
@@ -455,15 +476,15 @@ class QueueScheduler:
         groups = view.fleet.groups
         vector = self._vector is not None
         heap: list = []
-        most = None  # (as in _decide_buckets: computed when first needed)
+        most = memory.most  # (as in _decide_buckets: computed when first needed)
         if quota:
             for order, bucket in enumerate(self._buckets.values()):
                 if bucket.kind not in quota or bucket.shape in full:
                     continue
                 if most is None:
-                    most = max(free, default=0)
-                    if not most:
-                        break  # no GPU free anywhere
+                    most = memory.most = max(free, default=0)
+                if not most:
+                    break  # no GPU free anywhere
                 if bucket.least > most:
                     full.add(bucket.shape)  # (as in _decide_buckets)
                     continue
@@ -475,6 +496,8 @@ class QueueScheduler:
                 key, job = bucket.head()
                 heap.append((key, order, bucket, job))
         starts = tuple(self._merge(heap, view, free, None)) if heap else ()
+        if starts:
+            memory.most = None
         memory.end(free, None)
         return starts
 

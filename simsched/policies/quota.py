@@ -177,6 +177,8 @@ class QuotaScheduler:
         # unless a subclass decides otherwise
         self._admitted = (policy.decide_admitted if self.native and isinstance(policy, QueueScheduler)
                           and type(policy).decide is QueueScheduler.decide else None)
+        # a walk that keeps the queue between decisions is told of the jobs the reclaim step starts
+        self._forget = getattr(policy, "forget", None) if self.native else None
         # a walk that can continue over its own queue for step 3 (QueueScheduler.borrow_pass)
         self._continues = self.native and mode == "borrow" and hasattr(policy, "borrow_pass")
         interval = getattr(policy, "interval_s", None)
@@ -253,7 +255,10 @@ class QuotaScheduler:
             return Decision(tuple(starts), tuple(preempts))
         # 2. reclaim borrowed GPUs for owners
         if self.reclaim == "preempt":
+            before = len(starts)
             self._reclaim_pass(queue, view, staged, free, running, preempts, starts, started)
+            if len(starts) > before and self._forget is not None:  # (queued jobs the policy did not start)
+                self._forget([start.job_id for start in starts[before:]])
         # 3. borrow idle GPUs
         if view.queue_length > len(started) and any(free):
             # (``started``: jobs of the queue, as the engine checks; ``running`` changed only by preemptions)

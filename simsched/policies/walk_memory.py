@@ -48,10 +48,12 @@ _NONE: frozenset = frozenset()
 class WalkMemory:
     """The failures a queue walk may reuse (see the module docstring)."""
 
-    __slots__ = ("free_after", "options", "full", "quota", "mixed", "by_tenant", "probes", "mark")
+    __slots__ = ("free_after", "most", "options", "full", "quota", "mixed", "by_tenant", "probes", "mark")
 
     def __init__(self) -> None:
         self.free_after: list[int] | None = None  # the free GPUs the last walk ended with
+        # the most free milli-GPUs on one node of those, when a walk found it and started nothing after
+        self.most: int | None = None
         # option shapes (cluster, type, per_worker, workers) that did not fit (place_job's ``failed``)
         self.options: set[tuple] = set()
         self.full: set[int] = set()  # job shapes (cluster, id(options), workers) none of whose options fit
@@ -73,10 +75,11 @@ class WalkMemory:
         if not reuse:
             self.options, self.full = set(), set()
             self._forget_quota()
-            self.mark = None
+            self.mark = self.most = None
             return
-        if free != self.free_after:
+        if free is not self.free_after and free != self.free_after:
             self.options, self.full = set(), set()
+            self.most = None
             if self.mixed:
                 quota, probes = self.quota, self.probes
                 for kind in self.mixed:
