@@ -94,10 +94,8 @@ class DrfScheduler(FairShareBase):
         self._tenant_kinds: dict[str | None, dict[tuple, _Kind]] = {}
         self._last_seq = -1
         # the kinds that failed, while they still fail (simsched.policies.walk_memory, as the queue walk
-        # keeps it), by small integers per kind and per shape (cluster, options, workers)
+        # keeps it)
         self._memory = WalkMemory()
-        self._kind_ids: dict[tuple, tuple[int, int]] = {}
-        self._shape_ids: dict[tuple, int] = {}
         # under quota = "borrow" the wrapper asks twice per decision, over the same running jobs and
         # quotas: the GPUs each tenant held (by the running tuple) and the entitlements (by the quota
         # ledger, its version and the active tenants) are kept from the first time
@@ -146,11 +144,7 @@ class DrfScheduler(FairShareBase):
             signature = (cluster, id(job.options), job.workers, job.tenant)
             kind = kinds.get(signature)
             if kind is None:
-                ids = self._kind_ids.get(signature)
-                if ids is None:
-                    shape = self._shape_ids.setdefault(signature[:3], len(self._shape_ids))
-                    ids = self._kind_ids[signature] = (len(self._kind_ids), shape)
-                kind = kinds[signature] = _Kind(signature, cluster, job.tenant, *ids)
+                kind = kinds[signature] = _Kind(signature, cluster, job.tenant, *self._memory.ids(signature))
                 self._tenant_kinds.setdefault(job.tenant, {})[signature] = kind
             kind.add(job)
             self._kind_of[job.job_id] = kind

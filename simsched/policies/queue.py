@@ -267,10 +267,6 @@ class QueueScheduler:
         self.by_tenant = False
         self._buckets: dict[tuple, SortedBucket | ColumnBucket] = {}
         self._signature_of: dict[str, tuple] = {}
-        # the walk memory's keys: a small integer per kind of job (signature) and per shape (its first
-        # three fields), cheaper to hash than the tuples, kept for the scheduler's life (see _ids)
-        self._kind_ids: dict[tuple, tuple[int, int]] = {}
-        self._shape_ids: dict[tuple, int] = {}
         # Whole sorted queue (MCT allocation with a static ordering): keys and jobs.
         self._keys: list[tuple[float, float, int]] = []
         self._jobs: list[JobView] = []
@@ -284,15 +280,6 @@ class QueueScheduler:
             return (self.allocation.cluster_for(job, view), id(job.options), job.workers, job.tenant)
         return (self.allocation.cluster_for(job, view), id(job.options), job.workers)
 
-    def _ids(self, signature: tuple) -> tuple[int, int]:
-        """(kind, shape): the integers the walk memory knows ``signature`` and its shape
-        (cluster, options, workers) by; one per distinct tuple, for the scheduler's life."""
-        ids = self._kind_ids.get(signature)
-        if ids is None:
-            shape = self._shape_ids.setdefault(signature[:3], len(self._shape_ids))
-            ids = self._kind_ids[signature] = (len(self._kind_ids), shape)
-        return ids
-
     # -- the bucketed queue ------------------------------------------------------
     def _bucket_add(self, job: JobView, view: SchedulerView) -> None:
         signature = self._signature_of[job.job_id] = self._signature(job, view)
@@ -303,7 +290,7 @@ class QueueScheduler:
                 else ColumnBucket(signature, self.ordering))
             # facts of the kind: all its options in its cluster? the fewest milli-GPUs per worker there
             shares = [o.per_worker for o in job.options if bucket.cluster is None or o.cluster == bucket.cluster]
-            bucket.kind, bucket.shape = self._ids(signature)
+            bucket.kind, bucket.shape = self._memory.ids(signature)
             bucket.local = len(shares) == len(job.options)
             bucket.least = min(shares, default=math.inf)
         bucket.add(job, self._sort_key(job, view) if self._vector is None else view)
@@ -345,7 +332,7 @@ class QueueScheduler:
     def _place(self, job: JobView, signature: tuple, kind: int, shape: int, groups: dict, free: list[int],
                failed: set[tuple], blocked: set[int], admission) -> tuple[int, ...] | None:
         """:func:`place_job` in the job's cluster; when it fails, the walk memory learns why
-        (``kind``, ``shape``: :meth:`_ids` of ``signature``)."""
+        (``kind``, ``shape``: the memory's :meth:`~WalkMemory.ids` of ``signature``)."""
         if admission is None:
             nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked)
             if nodes is None:
@@ -543,7 +530,7 @@ class QueueScheduler:
         # (see _decide_buckets) failures are reused only when backfilling
         memory.begin(free, admission, self.backfill)
         failed, full, refused = memory.options, memory.full, memory.quota_failures(admission)
-        ids = {signature: self._ids(signature) for signature in counts}
+        ids = {signature: memory.ids(signature) for signature in counts}
         # the kinds of job still queued that fail now: once all do, nothing else can start
         dead = {s for s, (kind, shape) in ids.items() if shape in full or kind in refused}
         starts: list[Start] = []
@@ -567,6 +554,8 @@ class QueueScheduler:
                         break
                 continue
             starts.append(Start(job.job_id, nodes))
+        if starts:
+            memory.most = None  # (the starts took free GPUs)
         memory.end(free, admission)
         return Decision(tuple(starts))
 

@@ -29,7 +29,7 @@ with what it depends on:
 The walk skips the kinds in :attr:`WalkMemory.full` (by shape) and
 :meth:`WalkMemory.quota_failures` (by kind) and reports each new failure with
 :meth:`WalkMemory.failed`. Kinds and shapes are known by small integers
-(``QueueScheduler._ids``, one per signature tuple and per shape tuple): the
+(:meth:`WalkMemory.ids`, one per signature tuple and per shape tuple): the
 walk looks them up for every bucket at every decision, and an integer hashes
 far faster than a tuple. The rooms come from the
 walk's ``admission`` (:class:`~simsched.policies.quota.Admission`); a walk
@@ -48,9 +48,14 @@ _NONE: frozenset = frozenset()
 class WalkMemory:
     """The failures a queue walk may reuse (see the module docstring)."""
 
-    __slots__ = ("free_after", "most", "options", "full", "quota", "mixed", "by_tenant", "probes", "mark")
+    __slots__ = ("free_after", "most", "options", "full", "quota", "mixed", "by_tenant", "probes", "mark",
+                 "_kind_ids", "_shape_ids")
 
     def __init__(self) -> None:
+        # a small integer per kind of job (signature) and per shape (its first three fields), for the
+        # walk's life: what the sets below hold (see ids)
+        self._kind_ids: dict[tuple, tuple[int, int]] = {}
+        self._shape_ids: dict[tuple, int] = {}
         self.free_after: list[int] | None = None  # the free GPUs the last walk ended with
         # the most free milli-GPUs on one node of those, when a walk found it and started nothing after
         self.most: int | None = None
@@ -66,6 +71,15 @@ class WalkMemory:
         # a refused kind -> one of its jobs and its cluster: what asks its tenant's room again (begin)
         self.probes: dict[int, tuple] = {}
         self.mark: tuple | None = None  # the ledger's mark after the last walk with an admission (Staged.mark)
+
+    def ids(self, signature: tuple) -> tuple[int, int]:
+        """(kind, shape): the integers this memory knows a signature (cluster, id(options), workers[,
+        tenant]) and its shape (its first three fields) by; one per distinct tuple."""
+        ids = self._kind_ids.get(signature)
+        if ids is None:
+            shape = self._shape_ids.setdefault(signature[:3], len(self._shape_ids))
+            ids = self._kind_ids[signature] = (len(self._kind_ids), shape)
+        return ids
 
     def _forget_quota(self) -> None:
         self.quota, self.mixed, self.by_tenant, self.probes = {}, set(), {}, {}
