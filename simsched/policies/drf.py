@@ -155,6 +155,16 @@ class DrfScheduler(FairShareBase):
         free = list(view.free)
         if not self._kind_of or not any(free):
             return EMPTY_DECISION
+        admission = getattr(view, "admission", None)
+        backfill = self.backfill
+        memory = self._memory
+        # failures are reused across decisions only when backfilling (as in the queue walk)
+        memory.begin(free, admission, backfill)
+        # (without backfilling a failure also ends its tenant's turn: every kind is tried then)
+        full, refused = (memory.full, memory.quota_failures(admission)) if backfill else ((), ())
+        if backfill and all(k.shape in full or k.kind in refused for k in self._kinds.values()):
+            memory.end(free, admission)  # every kind is known to fail: nothing starts
+            return EMPTY_DECISION
         clusters = len(view.fleet.cluster_names)
         running = view.running
         if running is self._held_from:
@@ -188,13 +198,6 @@ class DrfScheduler(FairShareBase):
         heapq.heapify(heap)
         groups = view.fleet.groups
         node_cluster = view.fleet.node_cluster
-        admission = getattr(view, "admission", None)
-        backfill = self.backfill
-        memory = self._memory
-        # failures are reused across decisions only when backfilling (as in the queue walk)
-        memory.begin(free, admission, backfill)
-        # (without backfilling a failure also ends its tenant's turn: every kind is tried then)
-        full, refused = (memory.full, memory.quota_failures(admission)) if backfill else ((), ())
         failed = memory.options  # option shapes that did not fit: free only shrinks in a decision
         starts: list[Start] = []
         touched: list[_Kind] = []
