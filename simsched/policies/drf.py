@@ -45,7 +45,7 @@ from bisect import bisect_right
 from simsched.policies.allocation import Allocation
 from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
-from simsched.policies.queue import _over_quota, place_job
+from simsched.policies.queue import _over_quota, place_job, place_remembered
 from simsched.policies.shares import (
     FairShareBase,
     entitlements,
@@ -63,6 +63,17 @@ def dominant_share(held: list[float], entitled: list[float]) -> float:
         if h > 0:
             share = max(share, h / e if e > 0 else math.inf)
     return share
+
+
+def held_by_tenant(running, clusters: int) -> dict[str | None, list[float]]:
+    """GPUs each tenant's running jobs hold, per cluster."""
+    held: dict[str | None, list[float]] = {}
+    for job in running:
+        row = held.get(job.tenant)
+        if row is None:
+            row = held[job.tenant] = [0.0] * clusters
+        row[job.running_cluster] += held_gpus(job)
+    return held
 
 
 class DrfScheduler(FairShareBase):
@@ -111,12 +122,7 @@ class DrfScheduler(FairShareBase):
 
     def _held_and_entitled(self, view: SchedulerView):
         clusters = len(view.fleet.cluster_names)
-        held: dict[str | None, list[float]] = {}
-        for job in view.running:
-            row = held.get(job.tenant)
-            if row is None:
-                row = held[job.tenant] = [0.0] * clusters
-            row[job.running_cluster] += held_gpus(job)
+        held = held_by_tenant(view.running, clusters)
         active = set(held) | {job.tenant for job in view.queue}
         for tenant in active:
             held.setdefault(tenant, [0.0] * clusters)
@@ -170,12 +176,7 @@ class DrfScheduler(FairShareBase):
         if running is self._held_from:
             held = {tenant: list(row) for tenant, row in self._held.items()}
         else:
-            held = {}
-            for job in running:
-                row = held.get(job.tenant)
-                if row is None:
-                    row = held[job.tenant] = [0.0] * clusters
-                row[job.running_cluster] += held_gpus(job)
+            held = held_by_tenant(running, clusters)
             self._held_from, self._held = running, {tenant: list(row) for tenant, row in held.items()}
         tenant_kinds = self._tenant_kinds
         for tenant in tenant_kinds:
@@ -211,16 +212,8 @@ class DrfScheduler(FairShareBase):
             for _, kind in sorted((k.keys[k.pos], k) for k in kinds if k.pos < len(k.keys) and k not in dead
                                   and k.shape not in full and k.kind not in refused):
                 job = kind.jobs[kind.pos]
-                if admission is None:
-                    nodes = place_job(job, kind.cluster, groups, self.placement, free, failed)
-                    if nodes is None:
-                        memory.failed(job, kind.signature, kind.kind, kind.shape, 0, 0)
-                else:
-                    asked, refusals = admission.asked, admission.refused
-                    nodes = place_job(job, kind.cluster, groups, self.placement, free, failed, admission=admission)
-                    if nodes is None:
-                        memory.failed(job, kind.signature, kind.kind, kind.shape, admission.asked - asked,
-                                      admission.refused - refusals)
+                nodes = place_remembered(memory, job, kind.signature, kind.kind, kind.shape, groups, self.placement,
+                                         free, failed, frozenset(), admission)
                 if nodes is None:
                     dead.add(kind)
                     if not backfill and not _over_quota(job, kind.cluster, admission):

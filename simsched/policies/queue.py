@@ -64,6 +64,24 @@ def place_job(job: JobView, cluster: int | None, groups: dict, placement: Placem
     return None
 
 
+def place_remembered(memory: WalkMemory, job: JobView, signature: tuple, kind: int, shape: int, groups: dict,
+                     placement: Placement, free: list[int], failed: set[tuple], blocked: set[int] | frozenset,
+                     admission) -> tuple[int, ...] | None:
+    """:func:`place_job` in the job's cluster (``signature[0]``); when it fails, ``memory`` learns why
+    (``kind``, ``shape``: its :meth:`~WalkMemory.ids` of ``signature``), from the admission's counts of
+    options asked and refused."""
+    if admission is None:
+        nodes = place_job(job, signature[0], groups, placement, free, failed, blocked)
+        if nodes is None:
+            memory.failed(job, signature, kind, shape, 0, 0)
+        return nodes
+    asked, refused = admission.asked, admission.refused
+    nodes = place_job(job, signature[0], groups, placement, free, failed, blocked, admission)
+    if nodes is None:
+        memory.failed(job, signature, kind, shape, admission.asked - asked, admission.refused - refused)
+    return nodes
+
+
 def _over_quota(job: JobView, cluster: int | None, admission) -> bool:
     """Whether ``admission`` (tenants' quotas) lets ``job`` use none of its options in ``cluster``:
     such a job waits for its tenant's share and holds no line (backfill = false)."""
@@ -120,6 +138,10 @@ class SortedBucket:
 
     def take(self) -> None:
         self.pos += 1
+
+    def remove_row(self, i: int) -> None:
+        del self.keys[i]
+        del self.jobs[i]
 
     def end(self) -> None:
         if self.pos:
@@ -305,12 +327,7 @@ class QueueScheduler:
             if signature is None:
                 continue
             bucket = self._buckets[signature]
-            row = next(i for i, job in enumerate(bucket.jobs) if job.job_id == job_id)
-            if isinstance(bucket, SortedBucket):
-                del bucket.keys[row]
-                del bucket.jobs[row]
-            else:
-                bucket.remove_row(row)
+            bucket.remove_row(next(i for i, job in enumerate(bucket.jobs) if job.job_id == job_id))
             if not bucket.jobs:
                 del self._buckets[signature]
 
@@ -331,18 +348,8 @@ class QueueScheduler:
 
     def _place(self, job: JobView, signature: tuple, kind: int, shape: int, groups: dict, free: list[int],
                failed: set[tuple], blocked: set[int], admission) -> tuple[int, ...] | None:
-        """:func:`place_job` in the job's cluster; when it fails, the walk memory learns why
-        (``kind``, ``shape``: the memory's :meth:`~WalkMemory.ids` of ``signature``)."""
-        if admission is None:
-            nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked)
-            if nodes is None:
-                self._memory.failed(job, signature, kind, shape, 0, 0)
-            return nodes
-        asked, refused = admission.asked, admission.refused
-        nodes = place_job(job, signature[0], groups, self.placement, free, failed, blocked, admission)
-        if nodes is None:
-            self._memory.failed(job, signature, kind, shape, admission.asked - asked, admission.refused - refused)
-        return nodes
+        return place_remembered(self._memory, job, signature, kind, shape, groups, self.placement, free, failed,
+                                blocked, admission)
 
     def _decide_buckets(self, view: SchedulerView, admission) -> Decision:
         self._sync(view)
