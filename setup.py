@@ -1,7 +1,7 @@
 """Build hook: the wheel carries the shipped example scenarios and workloads as package data.
 
 The checkout's ``scenarios/`` and ``workloads/`` stay the only source; the build copies them into
-``simsched/examples/`` of the wheel (simsched/examples.py finds them there). Everything else is in
+``simsched/examples/`` of the wheel (simsched/config/examples.py finds them there). Everything else is in
 setup.cfg.
 """
 

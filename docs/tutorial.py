@@ -152,12 +152,12 @@ mine
 
 # %% [markdown]
 # To set it beside the comparison, run it on the same five seeds and put its mean and
-# interval next to the others' (`simsched.notebook.t_interval` is the interval the
+# interval next to the others' (`simsched.runs.results.t_interval` is the interval the
 # comparison uses). To rank it with `compare` itself, save the class to a file and name it
 # `"my_policy.py:SmallestAreaFirst"`.
 
 # %%
-from simsched.notebook import t_interval
+from simsched.runs.results import t_interval
 
 seeds = sorted(cmp.runs["seed"].unique())
 values = [simsched.run(SCENARIO, jobs_limit=JOBS, seed=int(seed), scheduler=SmallestAreaFirst).summary["avg_jct"]

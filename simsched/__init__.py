@@ -8,25 +8,29 @@ heavy libraries load (an early Ctrl-C then ends with one line, SPEC §8).
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from simsched.core.version import __version__
+from simsched.runs import display as _display
 
 __all__ = ["Comparison", "ExperimentResult", "Result", "RunResult", "compare", "load_experiment", "load_run",
            "load_scenario", "run", "run_experiment", "__version__"]
 
-_LAZY = {"RunResult": "simsched.api", "Result": "simsched.api", "run": "simsched.api",
-         "load_scenario": "simsched.scenario", "Comparison": "simsched.notebook",
-         "ExperimentResult": "simsched.notebook", "run_experiment": "simsched.notebook",
-         "load_experiment": "simsched.notebook", "load_run": "simsched.notebook"}
-# ``simsched.compare(...)`` is the module simsched/compare.py itself, made callable: a package
-# attribute named like a submodule is replaced by the submodule once anything imports it, so
-# the module calls simsched.notebook.compare (see the end of simsched/compare.py).
+_LAZY = {"RunResult": "simsched.runs.single", "Result": "simsched.runs.single", "run": "simsched.runs.single",
+         "load_scenario": "simsched.config.scenario", "Comparison": "simsched.runs.results",
+         "ExperimentResult": "simsched.runs.results", "compare": "simsched.runs.results",
+         "run_experiment": "simsched.runs.results", "load_experiment": "simsched.runs.results",
+         "load_run": "simsched.runs.results"}
+
+
+def _load_presentation() -> None:
+    """Register the HTML views, figures and Markdown of the result types (simsched.runs.display)."""
+    # the facade wires the presentation layer in, lazily (pandas/matplotlib cost)
+    from simsched.present import notebook  # noqa: F401
+
+
+_display.set_loader(_load_presentation)
 
 
 def __getattr__(name: str) -> object:
-    if name == "compare":
-        import importlib
-
-        return importlib.import_module("simsched.compare")  # the import also sets the attribute
     if name in _LAZY:
         import importlib
 

@@ -1,6 +1,6 @@
 """``python -m simsched`` entry point; the ``simsched`` console script runs the same
-:func:`simsched.console.entry`."""
+:func:`simsched.cli.console.entry`."""
 
-from simsched.console import entry
+from simsched.cli.console import entry
 
 entry()

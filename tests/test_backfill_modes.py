@@ -90,7 +90,7 @@ def test_a_job_that_ends_now_holds_its_gpus_now(tmp_path: Path, mode: str) -> No
 
 
 def test_bad_modes_are_one_line(tmp_path: Path, capsys) -> None:
-    from simsched.cli import main
+    from simsched.cli.main import main
 
     assert main([str(_scenario(tmp_path, '"easyy"')), "--quiet"]) == 2
     assert "did you mean 'easy'" in capsys.readouterr().err
@@ -141,7 +141,7 @@ def test_conservative_delays_no_job_behind_strict_fifo(tmp_path_factory, jobs) -
 def test_starvation_block_on_a_hand_computed_table() -> None:
     import pandas as pd
 
-    from simsched.metrics import starvation
+    from simsched.core.metrics import starvation
 
     df = pd.DataFrame({
         "status": ["done", "done", "done", "unfinished", "infeasible"],

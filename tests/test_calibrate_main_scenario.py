@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.scenario import load_scenario
+from simsched.config.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tools" / "calibrate" / "main_scenario.py"

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import main
-from simsched.compare import compare_spec, plan, run_compare, to_markdown
-from simsched.model import builtin_gpu_types
+from simsched.cli.main import main
+from simsched.core.model import builtin_gpu_types
+from simsched.present.compare_tables import to_markdown
+from simsched.runs.compare import compare_spec, plan, run_compare
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "docs" / "examples"

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 from tests.helpers import write_scenario
 
 CLUSTER = '[[cluster]]\nname = "c0"\nnodes = [{ count = 40, gpus = 8, gpu_type = "V100" }]'

@@ -1,6 +1,6 @@
 """The committed paper results stay re-checkable: every row of a committed store belongs to its
 spec's plan on the current code (a change to the scenario hash would orphan them and make --resume
-re-run the whole experiment; simsched.experiment.grid.ADDED_LATER keeps new fields out of it)."""
+re-run the whole experiment; simsched.runs.experiment.grid.ADDED_LATER keeps new fields out of it)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simsched.experiment.grid import plan
-from simsched.experiment.spec import load_spec
+from simsched.runs.experiment.grid import plan
+from simsched.runs.experiment.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "full", "fig9b-full"),

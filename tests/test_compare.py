@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsched.cli import main
-from simsched.compare import METRIC_KEYS, compare_spec, run_compare
-from simsched.metrics import STARVATION_METRICS
+from simsched.cli.main import main
+from simsched.core.metrics import STARVATION_METRICS
+from simsched.runs.compare import METRIC_KEYS, compare_spec, run_compare
 
 REPO = Path(__file__).resolve().parents[1]
 STUDENT = REPO / "tests" / "student_policy.py"

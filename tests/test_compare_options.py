@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from simsched.compare import CompareProgress, compare_spec, run_compare, to_markdown
-from simsched.errors import InputError
-from simsched.parallel import TaskRunner
+from simsched.core.errors import InputError
+from simsched.present.compare_tables import to_markdown
+from simsched.runs.compare import CompareProgress, compare_spec, run_compare
+from simsched.runs.parallel import TaskRunner
 
 JOBS = "job_id,submit,duration,gpus\na,0,100,1\nb,1,10,2\nc,2,10,1\n"
 BASE = """
@@ -52,8 +53,8 @@ def test_options_apply_to_the_scenarios_own_policy_and_labels_name_variants(tmp_
 
 
 def test_placement_is_a_per_scheduler_option(tmp_path):
-    from simsched.compare import _options_for, _with_scheduler
-    from simsched.scenario import load_scenario
+    from simsched.config.scenario import load_scenario
+    from simsched.runs.compare import _options_for, _with_scheduler
 
     path = _scenario(tmp_path, 'schedulers = ["sjf", "sjf-ff"]\n'
                                '[compare.options.sjf-ff]\npolicy = "sjf"\nplacement = "first_fit"\n')

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsched.policies.queue as queue_module
-from simsched.engine import Engine, EngineConfig
-from simsched.policies import ALLOCATIONS, PLACEMENTS
+from simsched.config.catalog import ALLOCATIONS
+from simsched.core.engine import Engine, EngineConfig
+from simsched.policies import PLACEMENTS
 from simsched.policies.easy import ReservingWalk
 from simsched.policies.queue import QueueScheduler
 from simsched.policies.reservations import reserving_walk

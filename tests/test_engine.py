@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import simsched
-from simsched.engine import Engine, EngineConfig
-from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
-from simsched.policies.base import Decision, Start
+from simsched.core.contract import Decision, Start
+from simsched.core.engine import Engine, EngineConfig
+from simsched.core.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from tests.conftest import REPO
 from tests.helpers import log, write_scenario
 
@@ -203,8 +203,8 @@ def test_migration_rescales_remaining_work():
 
 
 def test_interrupted_run_is_partial_and_keeps_finished_jobs():
-    from simsched.api import collect
-    from simsched.scenario import load_scenario
+    from simsched.config.scenario import load_scenario
+    from simsched.runs.single import collect
 
     fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 1, "V100"),)),), builtin_gpu_types())
     jobs = [JobSpec(str(i), float(i), 1.5, 1, 1) for i in range(40)]
@@ -233,8 +233,8 @@ def test_node_gpus_take_give_and_waiting_get():
     import pytest
     import simpy
 
-    from simsched.engine import NodeGpus
-    from simsched.errors import DecisionError
+    from simsched.core.engine import NodeGpus
+    from simsched.core.errors import DecisionError
 
     env = simpy.Environment()
     gpus = NodeGpus(env, capacity=8000, init=8000)

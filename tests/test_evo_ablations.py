@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from tests.helpers import write_scenario
 
 CLUSTERS = ('[[cluster]]\nname = "a"\nnodes = [{ count = 2, gpus = 8 }]\n'
@@ -70,8 +70,8 @@ def test_ea_stream_zero_is_todays_stream_and_others_differ(tmp_path):
 def test_ea_stream_children_are_distinct_streams():
     import numpy as np
 
-    from simsched.policies import ea_rng
-    from simsched.seeding import stream
+    from simsched.core.seeding import stream
+    from simsched.evo.families import ea_rng
 
     draws = [ea_rng(stream(5, "optimizer"), k).random(4) for k in range(4)]
     assert np.array_equal(draws[0], stream(5, "optimizer").random(4))

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.cli import main
+from simsched.cli.main import main
+from simsched.config.scenario import load_scenario
 from simsched.evo import scheduler as evo_scheduler
-from simsched.scenario import load_scenario
 from tests.helpers import write_scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,8 +166,8 @@ def test_mct_allocation_decides_clusters_at_arrivals_only(monkeypatch) -> None:
 def test_decision_timing_records_the_decisions_that_plan(tmp_path, trigger: str) -> None:
     """experiment `record = ["decisions"]` (Fig. 12): under arrival only the planning decisions are
     timed (those between arrivals only start planned jobs); under event every decision, as before."""
-    from simsched.api import simulation
-    from simsched.experiment.runner import TimedScheduler
+    from simsched.runs.experiment.runner import TimedScheduler
+    from simsched.runs.single import simulation
 
     path = write_scenario(tmp_path, clusters=TWO, jobs=BUSY,
                           scheduler=f'policy = "mct-gp"\ndecide_on = "{trigger}"')

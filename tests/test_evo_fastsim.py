@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.evo import fastsim, gp
-from simsched.evo.learn import run_objective, run_objective_engine
+from simsched.config.scenario import load_scenario
+from simsched.evo import gp
 from simsched.evo.priority import NanPriority, evaluate, load_priority, parse, to_json
 from simsched.evo.scheduler import make_planner_scheduler
-from simsched.scenario import load_scenario
+from simsched.learning import fastsim
+from simsched.learning.gp import run_objective, run_objective_engine
 from tests.helpers import write_scenario
 
 PAPER_TINY = """name = "tiny"
@@ -197,7 +198,7 @@ def test_program_evaluates_like_the_graph(seed: int, values: list) -> None:
 
 def test_fast_kernel_equals_the_direct_kernel_on_paper_instances() -> None:
     """The shortcuts of ``simulate`` (lazy group states, early MCT stop, first fit at now) change nothing."""
-    from simsched.workloads.instances import paper_instance
+    from simsched.config.instances import paper_instance
 
     rng = np.random.default_rng(7)
     primitives = gp.PrimitiveSet()
@@ -212,7 +213,7 @@ def test_fast_kernel_equals_the_direct_kernel_on_paper_instances() -> None:
 
 
 def test_an_overloaded_paper_instance_matches_the_engine() -> None:
-    from simsched.workloads.instances import paper_instance
+    from simsched.config.instances import paper_instance
 
     scenario = paper_instance(0, 46, scheduler={"policy": "mct-gp"})  # 2 clusters, queues of 12
     for priority in ("gp-paper", "u * q - g"):

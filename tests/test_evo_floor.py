@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsched
+from simsched.config.scenario import load_scenario
 from simsched.evo import ea
 from simsched.evo.allocation import AllocationInstance, ClusterState, evaluate_assignment, evolve
 from simsched.evo.floor import objective_floor
-from simsched.scenario import load_scenario
 from tests.test_evo_decide_on import PAPER
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.evo.planner import Plan, max_overallocation, plan_kernel, plan_reference, plan_trusted
 
 PLANNERS = [plan_reference, plan_kernel]

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.evo.priority import (
     BUILTIN,
     depth,

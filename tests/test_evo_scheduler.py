@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import simsched
-from simsched.cli import main
+from simsched.cli.main import main
 from tests.helpers import write_scenario
 
 TWO_CLUSTERS = ('[[cluster]]\nname = "a"\nnodes = [{ count = 1, gpus = 8 }]\n'

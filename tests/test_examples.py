@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simsched.cli import main
-from simsched.examples import examples, root
+from simsched.cli.main import main
+from simsched.config.examples import examples, root
 
 
 def test_examples_list_the_shipped_scenarios_not_their_parts(capsys) -> None:

@@ -11,16 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsched.cli import main
-from simsched.errors import InputError
-from simsched.experiment import runner as runner_module
-from simsched.experiment.grid import plan, points
-from simsched.experiment.overrides import apply_overrides
-from simsched.experiment.runner import ExperimentInterrupted, run_experiment
-from simsched.experiment.spec import load_spec
-from simsched.experiment.stats import bootstrap_ci, compute
-from simsched.experiment.store import read_results
-from simsched.scenario import load_scenario
+from simsched.cli.main import main
+from simsched.config.overrides import apply_overrides
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
+from simsched.runs.experiment import runner as runner_module
+from simsched.runs.experiment.grid import plan, points
+from simsched.runs.experiment.runner import ExperimentInterrupted, run_experiment
+from simsched.runs.experiment.spec import load_spec
+from simsched.runs.experiment.stats import bootstrap_ci, compute
+from simsched.runs.experiment.store import read_results
 
 scipy_stats = pytest.importorskip("scipy.stats", reason="statistics need the extra 'experiment' (scipy)")
 REPO = Path(__file__).resolve().parents[1]
@@ -342,7 +342,7 @@ def test_statistics_on_a_hand_computed_case(tmp_path: Path) -> None:
 def test_runs_that_left_jobs_unfinished_rank_last_in_experiments(tmp_path: Path) -> None:
     """Issue 25: tiresias has the best objective in every case but left jobs unfinished in cases 0
     and 1: there it ranks after fifo and sjf, which finished everything; the tables mark it †."""
-    from simsched.experiment.tables import summary_rows, to_markdown
+    from simsched.present.experiment_tables import summary_rows, to_markdown
 
     spec = load_spec(_spec_dir(tmp_path))
     spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__slots__}, "sweep": (), "metric": "objective",
@@ -432,7 +432,7 @@ def test_resume_with_a_changed_grid_reports_only_the_new_grid(tmp_path: Path, ca
 
     assert report(resumed) == report(fresh)
     pytest.importorskip("matplotlib", reason="figures need the extra 'plots' (matplotlib)")
-    from simsched.plots.experiment import load_experiment
+    from simsched.present.plots.experiment import load_experiment
 
     a, b = load_experiment(resumed), load_experiment(fresh)
     assert (a["stale"], b["stale"]) == (6, 0) and a["sweep_keys"] == b["sweep_keys"]
@@ -500,7 +500,7 @@ def test_fig7_8_learned_functions_match_their_w() -> None:
     import json
 
     from simsched.evo.priority import load_priority
-    from simsched.experiment.spec import point_text
+    from simsched.runs.experiment.spec import point_text
 
     spec = load_spec(REPO / "experiments" / "paper" / "fig7_8.toml", "full")
     (key, values), = spec.sweep

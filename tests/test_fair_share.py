@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
+from simsched.config.scenario import load_scenario
 from simsched.policies.maxmin_hetero import maxmin_allocation
-from simsched.scenario import load_scenario
 from tests.conftest import REPO
 from tests.helpers import log, write_scenario
 from tests.test_tenants import max_usage
@@ -263,7 +263,7 @@ def test_ftf_demand_and_share_are_per_cluster(tmp_path):
 
 
 def test_ftf_rho_estimate_by_hand():
-    from simsched.policies.base import Option
+    from simsched.core.contract import Option
     from simsched.policies.ftf import contention, rho_estimate
 
     class Job:
@@ -278,7 +278,7 @@ def test_ftf_rho_estimate_by_hand():
 
 @pytest.mark.parametrize("policy", ["drf", "ftf", "maxmin-hetero"])
 def test_fair_share_refuses_reservations(tmp_path, policy):
-    from simsched.errors import InputError
+    from simsched.core.errors import InputError
 
     path = write_scenario(tmp_path, clusters=node(4), jobs=["a1,0,10,1,a"], header=HEADER,
                           scheduler=f'policy = "{policy}"\nbackfill = "easy"')

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import simsched
-from simsched.fairness import (
+from simsched.config.scenario import load_scenario
+from simsched.core.fairness import (
     NO_TENANT,
     QuotaBook,
     alone_time,
@@ -21,9 +22,8 @@ from simsched.fairness import (
     rho,
     tenant_summary,
 )
-from simsched.metrics import summarize
-from simsched.model import ClusterSpec, NodeGroup, QuotaSchedule, TenantQuota
-from simsched.scenario import load_scenario
+from simsched.core.metrics import summarize
+from simsched.core.model import ClusterSpec, NodeGroup, QuotaSchedule, TenantQuota
 from tests.helpers import write_scenario
 from tests.test_tenants import CLUSTER, HEADER, JOBS
 

@@ -1,6 +1,6 @@
 """A generated corpus of hostile inputs (issue 13): each gives exit 2 and one line, never a traceback.
 
-Every case runs in-process through :func:`simsched.cli.main` (no subprocess per
+Every case runs in-process through :func:`simsched.cli.main.main` (no subprocess per
 case, so the corpus stays fast). A case is files to write, the argv, and what
 must happen: ``bad`` (exit 2, exactly one stderr line, no traceback, the
 line contains ``needle``) or ``ok`` -- a documented acceptance (exit 0), e.g.
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import SUBCOMMANDS, main
+from simsched.cli.commands import SUBCOMMANDS
+from simsched.cli.main import main
 
 HEADER = "job_id,submit,duration,gpus,workers,weight,deadline,home_cluster,gpu_type"
 GOOD_ROWS = ["a,0,100,1,,,,,", "b,5,50,2,,,,,"]

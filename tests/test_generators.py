@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsched.errors import InputError
-from simsched.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
+from simsched.core.errors import InputError
+from simsched.core.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
 from simsched.workloads.generators import pai, paper, philly
 from simsched.workloads.registry import GENERATORS, Params
 from simsched.workloads.transforms import offered_load

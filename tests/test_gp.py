@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.evo import gp
 from simsched.evo.priority import depth, evaluate, load_priority, protected_div, validate
 

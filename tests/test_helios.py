@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import simsched
-from simsched.errors import InputError
-from simsched.model import ClusterSpec, Fleet, NodeGroup, TenantQuota, builtin_gpu_types
-from simsched.scenario import load_scenario
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
+from simsched.core.model import ClusterSpec, Fleet, NodeGroup, TenantQuota, builtin_gpu_types
 from simsched.workloads.generators import helios
 from simsched.workloads.registry import Params
 from tests.conftest import REPO
@@ -130,7 +130,7 @@ def test_helios_scenario_validates_and_runs(cluster) -> None:
 
 def test_scheduler_overrides_keep_the_quota_mode() -> None:
     """--set / compare / experiment overrides rebuild [scheduler]: quotas must survive them."""
-    from simsched.experiment.overrides import apply_overrides
+    from simsched.config.overrides import apply_overrides
 
     scenario = load_scenario(REPO / "scenarios" / "helios" / "earth.toml")
     assert apply_overrides(scenario, {"scheduler.backfill": "greedy"}).scheduler.quota == "strict"

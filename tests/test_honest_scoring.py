@@ -14,18 +14,17 @@ import pytest
 from rich.console import Console
 
 import simsched
-from simsched.cli import main
-from simsched.compare import (
+from simsched.cli.main import main
+from simsched.core.metrics import summarize
+from simsched.present.compare_tables import rich_tables, to_markdown
+from simsched.present.report import metric_table
+from simsched.runs.compare import (
     METRIC_KEYS,
     compare_spec,
-    rich_tables,
     run_compare,
     tabulate,
-    to_markdown,
 )
-from simsched.metrics import summarize
-from simsched.ranking import case_ranks
-from simsched.report import metric_table
+from simsched.runs.ranking import case_ranks
 from tests.helpers import write_scenario
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 
 JOBS = "job_id,submit,duration,gpus\na,0,100,1\nb,10,200,2\nc,20,50,4\n"
 SCENARIO = """

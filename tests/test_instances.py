@@ -7,11 +7,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from simsched.api import prepare
-from simsched.errors import InputError
-from simsched.scenario import load_scenario
+from simsched.config.instances import instance_set, paper_instance
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
+from simsched.runs.single import prepare
 from simsched.workloads.generators import paper
-from simsched.workloads.instances import SETS, fleet_shape, instance_set, paper_instance
+from simsched.workloads.instances import SETS, fleet_shape
 
 
 def test_cluster_and_node_counts_cover_the_paper_ranges_uniformly() -> None:

@@ -181,9 +181,9 @@ def test_run_without_interrupt_leaves_no_marker(tmp_path):
 
 def test_write_phase_signal_does_not_truncate(tmp_path, monkeypatch):
     """A signal while the files are written is held until they are complete; the exit code still says so."""
-    import simsched.atomic as atomic
-    from simsched import interrupts
-    from simsched.cli import main
+    import simsched.core.atomic as atomic
+    from simsched.cli.main import main
+    from simsched.core import interrupts
 
     folder = _folder(tmp_path, slow=False, jobs=50)
     original = atomic.write_with
@@ -296,8 +296,7 @@ def test_a_signal_while_workers_fork_arrives_after_the_fork():
     raise: raised inside an at-fork hook it would be printed and swallowed (seen in CI: compare
     then waited for the 30 s watchdog). It raises as the block ends; nested inside deferred()
     (the write phase) it stays held for the outer block."""
-    from simsched import interrupts
-
+    from simsched.core import interrupts
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     reached_end_of_block = False
     try:

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsched.engine import Engine, EngineConfig
-from simsched.eventlog import EventLog
-from simsched.jobstore import JobRecord, JobStore
-from simsched.metrics import jobs_frame
-from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
-from simsched.outputs import ALL, TIMELINE_COLUMNS
+from simsched.core.engine import Engine, EngineConfig
+from simsched.core.eventlog import EventLog
+from simsched.core.jobstore import JobRecord, JobStore
+from simsched.core.metrics import jobs_frame
+from simsched.core.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+from simsched.core.outputs import ALL, TIMELINE_COLUMNS
 from simsched.policies import ORDERINGS, PLACEMENTS
 from simsched.policies.allocation import Home
 from simsched.policies.preemptive import PreemptiveScheduler
@@ -256,8 +256,8 @@ def test_event_log_reads_as_tuples():
 def result_pair(engine: Engine):
     """A RunResult built from the engine's columns and one built the record way (events table,
     options dict): every derived table must be the same."""
-    from simsched import outputs
-    from simsched.api import JobOptions, RunResult
+    from simsched.core import outputs
+    from simsched.runs.single import JobOptions, RunResult
 
     names = engine.fleet.cluster_names
     state = engine.fleet_state

@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from simsched.cli import KEEP_GOING_EXIT, main
+from simsched.cli.compare import KEEP_GOING_EXIT
+from simsched.cli.main import main
 from tests.helpers import write_scenario
 
 ONE_NODE = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]'

@@ -1,6 +1,6 @@
 """The scenario key reference (docs/reference/keys.md) and the validator agree, both ways.
 
-- Every declared key (simsched/scenario_keys.py) is accepted: a scenario holding it, with its
+- Every declared key (simsched/config/keys.py) is accepted: a scenario holding it, with its
   declared example value (and the company its declaration names), loads, compares and learns.
 - Every key the validator reads is declared: scenario.py, compare.py and learn.py read their
   tables through ``DeclaredParams``, which refuses an undeclared key; this test also scans their
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from simsched import scenario_keys
-from simsched.errors import InputError
-from simsched.scenario import load_scenario
-from simsched.scenario_keys import REQUIRED, SECTIONS, DeclaredParams, Dynamic, UndeclaredKey
+from simsched.config import keys as scenario_keys
+from simsched.config.keys import REQUIRED, SECTIONS, DeclaredParams, Dynamic, UndeclaredKey
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,11 +120,11 @@ def test_every_declared_key_is_accepted(tmp_path, section, name):
     path.write_text(_scenario_text(section, key))
     scenario = load_scenario(path)  # an unknown key would be an InputError here
     if section == "compare":
-        from simsched.compare import compare_spec
+        from simsched.runs.compare import compare_spec
 
         compare_spec(path)
     elif section == "learn":
-        from simsched.evo.learn import learn_config
+        from simsched.learning.gp import learn_config
 
         learn_config(path)
     assert scenario.name
@@ -133,7 +133,7 @@ def test_every_declared_key_is_accepted(tmp_path, section, name):
 def test_an_undeclared_key_is_refused_with_its_section():
     with pytest.raises(InputError, match=r"scheduler\.zz_nope: unknown key"):
         DeclaredParams({"zz_nope": 1}, "scheduler", "s.toml").finish()
-    with pytest.raises(UndeclaredKey, match="scheduler.zz_nope, which simsched/scenario_keys.py does not declare"):
+    with pytest.raises(UndeclaredKey, match="scheduler.zz_nope, which simsched/config/keys.py does not declare"):
         DeclaredParams({}, "scheduler", "s.toml").get("zz_nope", int, 0)
     assert DeclaredParams({}, "cluster[3].nodes[1]", "s.toml").section == "cluster.nodes"
 
@@ -167,10 +167,10 @@ def _names_read(path: Path) -> set[str]:
 
 def test_every_key_the_validator_reads_is_declared():
     declared = {name for _, name in ALL_KEYS}
-    for module in ("simsched/scenario.py", "simsched/compare.py", "simsched/evo/learn.py"):
+    for module in ("simsched/config/scenario.py", "simsched/runs/compare.py", "simsched/learning/gp.py"):
         undeclared = _names_read(ROOT / module) - declared
-        assert not undeclared, f"{module} reads {sorted(undeclared)}, not declared in simsched/scenario_keys.py"
-    from simsched.evo.learn import LEARN_KEYS
+        assert not undeclared, f"{module} reads {sorted(undeclared)}, not declared in simsched/config/keys.py"
+    from simsched.learning.gp import LEARN_KEYS
 
     assert set(LEARN_KEYS) == {k.name for k in SECTIONS["learn"]}
 
@@ -179,9 +179,9 @@ def test_declared_defaults_are_the_validators():
     """What a minimal scenario gets is what the reference says it gets."""
     from dataclasses import fields
 
-    from simsched.compare import DEFAULT_SCHEDULERS
-    from simsched.evo.learn import LearnConfig
-    from simsched.scenario import scenario_from_table
+    from simsched.config.scenario import scenario_from_table
+    from simsched.learning.gp import LearnConfig
+    from simsched.runs.compare import DEFAULT_SCHEDULERS
 
     scenario = scenario_from_table(tomllib.loads(CLUSTER + WORKLOAD), ROOT / "scenarios" / "x.toml")
     spec = scenario.scheduler

@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsched.engine import Engine, EngineConfig
-from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+from simsched.core.engine import Engine, EngineConfig
+from simsched.core.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from simsched.policies import PLACEMENTS
 from simsched.policies.allocation import ALLOCATIONS
 from simsched.policies.preemptive import (

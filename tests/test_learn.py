@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simsched.cli import main
-from simsched.errors import InputError
+from simsched.cli.main import main
+from simsched.core.errors import InputError
 from simsched.evo import gp
-from simsched.evo import learn as learn_mod
-from simsched.evo.learn import (
+from simsched.evo.priority import load_priority, validate
+from simsched.learning import gp as learn_mod
+from simsched.learning.gp import (
     LearnConfig,
     checkpoint_path,
     learn,
@@ -20,7 +21,6 @@ from simsched.evo.learn import (
     ratios,
     run_objective,
 )
-from simsched.evo.priority import load_priority, validate
 
 TINY = """name = "tiny"
 seed = 3

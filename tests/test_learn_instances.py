@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from simsched.errors import InputError
-from simsched.evo import learn_instances
-from simsched.evo.learn import LearnConfig, learn, learn_config, run_objective
+from simsched.config.instances import paper_instance
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
 from simsched.evo.priority import BUILTIN, parse, to_json
-from simsched.scenario import load_scenario
-from simsched.workloads.instances import paper_instance
+from simsched.learning import gp_instances as learn_instances
+from simsched.learning.gp import LearnConfig, learn, learn_config, run_objective
 from tests.conftest import REPO
 
 ONE = """name = "one"
@@ -64,7 +64,7 @@ def test_resolve_builds_the_named_instances(one: Path) -> None:
 
 
 def test_sizes_share_one_workload(one: Path) -> None:
-    from simsched.api import prepare
+    from simsched.runs.single import prepare
 
     base = load_scenario(one)
     tables = [prepare(learn_instances.resolve(base, f"size:{n}:6"))[1] for n in (8, 12)]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from simsched.errors import InputError
-from simsched.model import ClusterSpec, NodeGroup, builtin_gpu_types
+from simsched.core.errors import InputError
+from simsched.core.model import ClusterSpec, NodeGroup, builtin_gpu_types
 from simsched.workloads.machines import openb_nodes, pai_machines, philly_machines
 from simsched.workloads.registry import CLUSTER_BUILDERS, Params, ReadContext
 

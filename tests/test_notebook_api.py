@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import simsched
-from simsched.cli import main
-from simsched.errors import InputError
+from simsched.cli.main import main
+from simsched.core.errors import InputError
 from tests.helpers import write_scenario
 
 pytest.importorskip("matplotlib", reason="figures need the extra 'plots' (matplotlib)")
@@ -141,7 +141,7 @@ def test_compare_tidy_frame_summary_with_t_intervals_and_the_cli_agree(tmp_path:
     cmp = simsched.compare(path, ["fifo", "sjf", "srtf"], seeds=3, workers=1)
     df = cmp.df
     assert list(df.columns) == ["instance", "seed", "scheduler", "metric", "value"]
-    from simsched.compare import METRIC_KEYS
+    from simsched.runs.compare import METRIC_KEYS
 
     assert len(df) == 3 * 3 * (len(METRIC_KEYS) + 1)  # runs x (metrics + rank)
     assert set(df["metric"]) == set(METRIC_KEYS) | {"rank"}
@@ -187,10 +187,11 @@ def test_comparison_repr_and_plots(tmp_path: Path) -> None:
 
 
 def test_simsched_compare_stays_callable_after_its_module_is_imported(tmp_path: Path) -> None:
-    import simsched.compare as module
+    import simsched.runs.compare as module
+    import simsched.runs.results
 
-    assert simsched.compare is module and callable(simsched.compare)
-    assert module.METRIC_KEYS  # still the module
+    assert simsched.compare is simsched.runs.results.compare and callable(simsched.compare)
+    assert module.METRIC_KEYS  # the module simsched/runs/compare.py is still a module
     with pytest.raises(InputError, match="unknown scheduler 'nope'"):
         simsched.compare(_synthetic(tmp_path), ["fifo", "nope"], workers=1)
     with pytest.raises(InputError, match="give a dotted scenario key"):

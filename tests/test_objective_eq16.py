@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import simsched
-from simsched.errors import InputError
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
 from simsched.evo.allocation import (
     AllocationInstance,
     ClusterState,
@@ -18,7 +19,6 @@ from simsched.evo.allocation import (
 )
 from simsched.evo.ea import _random_init
 from simsched.evo.objective import objective
-from simsched.scenario import load_scenario
 from tests.helpers import write_scenario
 from tests.test_evo_allocation import _random_instance
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.outputs import ALL, DTYPES, read_table
+from simsched.core.outputs import ALL, DTYPES, read_table
 from tests.helpers import write_scenario
 
 TWO_CLUSTERS = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]\n'

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import simsched
-from simsched.cli import main
-from simsched.outputs import DTYPES, RUN_TABLES, read_table
+from simsched.cli.main import main
+from simsched.core.outputs import DTYPES, RUN_TABLES, read_table
 from tests.helpers import write_scenario
 
 TWO_NODES = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 4, gpu_type = "V100" }]'
@@ -51,7 +51,7 @@ def test_parquet_round_trip_equals_the_csv_tables(scenario: Path, tmp_path: Path
 def test_plot_draws_a_parquet_run_like_a_csv_run(scenario: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
     pytest.importorskip("matplotlib", reason="figures need the extra 'plots'")
-    from simsched.plots.run import load_run
+    from simsched.present.plots.run import load_run
 
     assert main([str(scenario), "--out", str(tmp_path / "pq"), "--format", "parquet", "--quiet"]) == 0
     assert main(["plot", str(tmp_path / "pq")]) == 0
@@ -63,7 +63,7 @@ def test_plot_draws_a_parquet_run_like_a_csv_run(scenario: Path, tmp_path: Path)
 
 def test_compare_keep_jobs_in_parquet(scenario: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
-    from simsched.plots.compare import load_compare
+    from simsched.present.plots.compare import load_compare
 
     out = tmp_path / "cmp"
     assert main(["compare", str(scenario), "--schedulers", "fifo,sjf", "--workers", "1", "--keep-jobs",

@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 pytest.importorskip("matplotlib", reason="the plots extra is not installed (pip install -e '.[plots]')")
 
 import simsched  # noqa: E402
-from simsched.cli import main  # noqa: E402
-from simsched.outputs import read_table  # noqa: E402
-from simsched.plots import compare as compare_plots  # noqa: E402
-from simsched.plots import experiment as experiment_plots  # noqa: E402
-from simsched.plots import learn as learn_plots  # noqa: E402
-from simsched.plots import run as run_plots  # noqa: E402
-from simsched.plots.report import save_figures  # noqa: E402
+from simsched.cli.main import main  # noqa: E402
+from simsched.core.outputs import read_table  # noqa: E402
+from simsched.present.plots import compare as compare_plots  # noqa: E402
+from simsched.present.plots import experiment as experiment_plots  # noqa: E402
+from simsched.present.plots import learn as learn_plots  # noqa: E402
+from simsched.present.plots import run as run_plots  # noqa: E402
+from simsched.present.plots.report import save_figures  # noqa: E402
 from tests.helpers import write_scenario  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -344,7 +344,7 @@ def test_run_flags_need_out(tmp_path, capsys):
 def test_without_matplotlib_one_line_naming_the_extra(tmp_path):
     path = write_scenario(tmp_path, clusters=CLUSTERS, jobs=_jobs(5), scheduler='policy = "fifo"')
     code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from simsched.cli import main\n"
+            "from simsched.cli.main import main\n"
             f"sys.exit(main([{str(path)!r}, '--out', {str(tmp_path / 'out')!r}, '--plots', '--quiet']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

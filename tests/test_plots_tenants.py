@@ -13,9 +13,14 @@ import pytest
 pytest.importorskip("matplotlib", reason="the plots extra is not installed (pip install -e '.[plots]')")
 
 import simsched  # noqa: E402
-from simsched.cli import main  # noqa: E402
-from simsched.plots import run as run_plots  # noqa: E402
-from simsched.plots.tenants import bin_means, tenant_usage_figure, tenant_wait_figure, usage_steps  # noqa: E402
+from simsched.cli.main import main  # noqa: E402
+from simsched.present.plots import run as run_plots  # noqa: E402
+from simsched.present.plots.tenants import (  # noqa: E402
+    bin_means,
+    tenant_usage_figure,
+    tenant_wait_figure,
+    usage_steps,
+)
 from tests.helpers import write_scenario  # noqa: E402
 from tests.test_plots import _chrome, _chromium  # noqa: E402
 from tests.test_tenants import CLUSTER, HEADER, JOBS  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import simsched
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 
 HEADER = "job_id,submit,duration,gpus,workers,weight,deadline,home_cluster,gpu_type"
 

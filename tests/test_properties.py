@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.metrics import summarize
+from simsched.core.metrics import summarize
 from tests.helpers import write_scenario
 
 job = st.tuples(st.integers(0, 50), st.integers(0, 30), st.sampled_from([1, 2, 3, 4, 8, 16]))

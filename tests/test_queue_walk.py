@@ -17,13 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsched.engine import Engine, EngineConfig, View
+from simsched.core.contract import Decision, Start
+from simsched.core.engine import Engine, EngineConfig, View
+from simsched.core.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from simsched.evo.priority import evaluate, load_priority
 from simsched.evo.scheduler import GpOrdering, features
-from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from simsched.policies import ORDERINGS, PLACEMENTS
 from simsched.policies.allocation import ALLOCATIONS
-from simsched.policies.base import Decision, Start
 from simsched.policies.ordering import hrrn_key
 from simsched.policies.queue import QueueScheduler, place_job
 

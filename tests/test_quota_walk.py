@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.api import build_tenancy
-from simsched.engine import Engine, EngineConfig
-from simsched.model import (
+from simsched.core.contract import Decision, Start
+from simsched.core.engine import Engine, EngineConfig
+from simsched.core.model import (
     ClusterSpec,
     Fleet,
     JobSpec,
@@ -32,15 +32,15 @@ from simsched.model import (
     TenantQuota,
     builtin_gpu_types,
 )
+from simsched.core.tenancy import Staged
 from simsched.policies import ORDERINGS, PLACEMENTS
 from simsched.policies.allocation import ALLOCATIONS
-from simsched.policies.base import Decision, Start
 from simsched.policies.drf import DrfScheduler
 from simsched.policies.ftf import FtfScheduler
 from simsched.policies.placement import RoundRobin, commit, trial
 from simsched.policies.queue import QueueScheduler, _over_quota, place_job
 from simsched.policies.quota import Admission, QuotaScheduler, SubView
-from simsched.tenancy import Staged
+from simsched.runs.single import build_tenancy
 from tests.helpers import log, write_scenario
 
 FLEET = Fleet((
@@ -306,8 +306,7 @@ def test_the_ledger_names_the_tenants_whose_room_grew():
     (one still borrowing refuses every job there); the pool of unlisted tenants growing with room
     forgets every refusal (None); so does a move of the dated table. The answer is the same from the
     short log of recent releases and, for a mark older than the log, from the per-key counts."""
-    from simsched import tenancy as ledger
-
+    from simsched.core import tenancy as ledger
     gpu = 1000
     tenancy = build_tenancy(FLEET, "borrow", "preempt")  # a (24 GPUs): x 12, y 4 V100 + 4 T4, pool 4
     tenancy.hold("x", 0, "V100", 16 * gpu)  # x borrows 4 GPUs in a

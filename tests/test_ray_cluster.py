@@ -16,9 +16,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsched.experiment.runner import run_experiment
-from simsched.experiment.spec import load_spec
-from simsched.experiment.store import read_results
+from simsched.runs.experiment.runner import run_experiment
+from simsched.runs.experiment.spec import load_spec
+from simsched.runs.experiment.store import read_results
 
 ray = pytest.importorskip("ray", reason="Ray is the optional extra 'ray' (pip install -e '.[ray]')")
 pytest.importorskip("scipy.stats", reason="experiment statistics need the extra 'experiment' (scipy)")
@@ -153,7 +153,7 @@ policy = "fifo"
 
 
 def test_a_worker_node_killed_mid_learn_changes_nothing_in_the_learned_function(tmp_path: Path, cluster) -> None:
-    from simsched.evo.learn import LearnConfig, checkpoint_path, learn
+    from simsched.learning.gp import LearnConfig, checkpoint_path, learn
 
     nodes, workers = cluster
     scenario = tmp_path / "tiny.toml"
@@ -190,9 +190,9 @@ def test_an_experiment_whose_files_the_workers_cannot_see_completes_with_the_ser
     before the first task reaches Ray, so no worker could have read it."""
     import shutil
 
-    import simsched.experiment.runner as runner_module
-    from simsched.experiment.stats import compute
-    from simsched.parallel import TaskRunner
+    import simsched.runs.experiment.runner as runner_module
+    from simsched.runs.experiment.stats import compute
+    from simsched.runs.parallel import TaskRunner
 
     nodes, _ = cluster
     checkout = tmp_path / "checkout"
@@ -244,13 +244,13 @@ metric = "avg_wait"
 def test_a_trace_and_a_policy_file_the_workers_cannot_see_travel_with_the_tasks(
         tmp_path: Path, cluster, monkeypatch) -> None:
     """A job CSV and a policy file (relative names, in a sub-folder) are read by the workers when a
-    run starts. The driver ships them (simsched.shipping); the folder is deleted before the first
+    run starts. The driver ships them (simsched.runs.shipping); the folder is deleted before the first
     task reaches Ray, so the workers read the shipped copies, and every row equals a serial run's."""
     import shutil
 
     import numpy as np
 
-    import simsched.experiment.runner as runner_module
+    import simsched.runs.experiment.runner as runner_module
 
     nodes, _ = cluster
     checkout = tmp_path / "checkout"
@@ -289,8 +289,8 @@ def test_compare_on_ray_ships_the_scenario_its_trace_and_its_policy_file(tmp_pat
     so workers that cannot see the scenario folder give the serial table."""
     import shutil
 
-    import simsched.compare as compare_module
-    from simsched.compare import compare_spec, run_compare
+    import simsched.runs.compare as compare_module
+    from simsched.runs.compare import compare_spec, run_compare
 
     nodes, _ = cluster
     checkout = tmp_path / "checkout"
@@ -324,8 +324,8 @@ def test_compare_on_ray_ships_the_scenario_its_trace_and_its_policy_file(tmp_pat
     ("10.0.0.7:6379", "10.0.0.9:6379", "10.0.0.7:6379"),  # --address wins over it
 ])
 def test_which_ray_an_executor_starts_or_joins(monkeypatch, given, env, expected) -> None:
-    from simsched.errors import InputError
-    from simsched.parallel import TaskRunner
+    from simsched.core.errors import InputError
+    from simsched.runs.parallel import TaskRunner
 
     calls = []
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simsched.cli import main
-from simsched.errors import InputError
+from simsched.cli.main import main
+from simsched.core.errors import InputError
 from simsched.evo.priority import load_priority
 
 SCENARIO = """

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.workloads.readers.helios import read_helios
 from simsched.workloads.readers.itp import read_itp
 from simsched.workloads.readers.openb import read_openb

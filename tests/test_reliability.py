@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from simsched import atomic
-from simsched.cli import main
+from simsched.cli.main import main
+from simsched.core import atomic
 from tests.test_fuzz_inputs import jobs_csv, scenario_text
 
 RAISING_POLICY = ("from simsched.policies import Decision\n\n\nclass P:\n    def decide(self, view):\n"
@@ -68,10 +68,10 @@ def test_unreadable_file_is_one_line(tmp_path, capsys, monkeypatch, name):
 
 
 def test_internal_error_is_one_line_with_exit_1(tmp_path, capsys, monkeypatch):
-    import simsched.api
+    import simsched.runs.single
 
     folder = _folder(tmp_path)
-    monkeypatch.setattr(simsched.api, "collect", lambda *a, **k: {}["boom"])
+    monkeypatch.setattr(simsched.runs.single, "collect", lambda *a, **k: {}["boom"])
     assert main([str(folder / "s.toml"), "--quiet"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("internal error: KeyError: 'boom'") and "--debug" in err
@@ -102,7 +102,7 @@ def test_partial_marker_round_trip(tmp_path):
 
 
 def test_check_out_dir_rejects_files_and_unwritable_places(tmp_path):
-    from simsched.errors import InputError
+    from simsched.core.errors import InputError
 
     (tmp_path / "f").write_text("x")
     with pytest.raises(InputError, match="exists and is not a folder"):
@@ -142,7 +142,7 @@ def test_numba_cache_falls_back_to_a_temporary_folder(monkeypatch, tmp_path):
 
 def test_metric_table_shows_skipped_rows(tmp_path):
     import simsched
-    from simsched.report import metric_table
+    from simsched.present.report import metric_table
 
     (tmp_path / "s.toml").write_text(scenario_text())
     (tmp_path / "jobs.csv").write_text(jobs_csv(["a,0,10,1,,,,,", "b,x,10,1,,,,,", "c,1,10,0,,,,,"]))
@@ -166,12 +166,12 @@ def test_interval_rounds_estimate_names_the_key(tmp_path, capsys):
 
 def test_a_missing_dependency_says_how_to_install(monkeypatch, capsys):
     """Run from a checkout without `pip install -e .`: one line naming the package, not 'a bug'."""
-    import simsched.cli as cli
+    import simsched.cli.main as cli
 
     def missing(argv):
         raise ModuleNotFoundError("No module named 'rich'", name="rich")
 
-    monkeypatch.setattr(cli, "_run", missing)
+    monkeypatch.setattr(cli, "run_command", missing)
     assert cli.main(["s.toml"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: the package 'rich' is not installed; install simsched with its dependencies first, "

@@ -12,13 +12,12 @@ import pytest
 gym = pytest.importorskip("gymnasium", reason="the rl extra (gymnasium) is not installed")
 
 import simsched  # noqa: E402
-from simsched.cli import main  # noqa: E402
-from simsched.errors import DecisionError, InputError  # noqa: E402
+from simsched.cli.main import main  # noqa: E402
+from simsched.core.errors import DecisionError, InputError  # noqa: E402
+from simsched.learning.rl_env import FLOW_UNIT_S, SchedulingEnv  # noqa: E402
+from simsched.learning.rl_train import TrainConfig, train  # noqa: E402
 from simsched.policies.placement import first_fit  # noqa: E402
-from simsched.rl import SchedulingEnv  # noqa: E402
 from simsched.rl.agent import LinearAgent  # noqa: E402
-from simsched.rl.env import FLOW_UNIT_S  # noqa: E402
-from simsched.rl.train import TrainConfig, train  # noqa: E402
 from tests.helpers import write_scenario  # noqa: E402
 
 ONE_NODE = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]'
@@ -220,7 +219,7 @@ def _tiny_config(**kw) -> TrainConfig:
 
 
 def _last_weights(out):
-    from simsched.rl.train import checkpoint_path
+    from simsched.learning.rl_train import checkpoint_path
 
     with np.load(checkpoint_path(out)) as data:
         return data["params"]
@@ -244,7 +243,7 @@ def test_training_is_deterministic_and_independent_of_workers(tmp_path):
 def test_resume_continues_to_the_same_weights(tmp_path):
     import shutil
 
-    from simsched.rl.train import checkpoint_path
+    from simsched.learning.rl_train import checkpoint_path
 
     path = _philly(tmp_path)
     whole = train(path, _tiny_config(), out=tmp_path / "whole.npz")

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from simsched.cli import main
-from simsched.model import ClusterSpec, NodeGroup, keep_nodes_per_type
+from simsched.cli.main import main
+from simsched.core.model import ClusterSpec, NodeGroup, keep_nodes_per_type
 from tests.helpers import write_scenario
 
 ONE_GPU = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "V100" }]'
@@ -129,5 +129,5 @@ def test_api_accepts_a_scheduler_name_and_records_what_ran(tmp_path):
         name = None
 
     assert simsched.run(path, scheduler=Unnamed()).summary["scheduler"]["policy"].endswith("Unnamed")
-    with pytest.raises(simsched.errors.InputError, match="scheduler.policy: unknown policy 'fastest'"):
+    with pytest.raises(simsched.core.errors.InputError, match="scheduler.policy: unknown policy 'fastest'"):
         simsched.run(path, scheduler="fastest")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 from tests.helpers import write_scenario
 
 CLUSTER = '[[cluster]]\nname = "c0"\nnodes = [{ count = 2, gpus = 8, gpu_type = "V100" }]'

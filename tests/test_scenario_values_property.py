@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from tests.test_fuzz_inputs import toml_value
 
 # every float TOML can spell, small and absurd. Sensible values are drawn more often (hypothesis

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 from tests.helpers import write_scenario
 
 ONE_NODE = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]'

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import simsched
-from simsched.scenario import load_scenario
+from simsched.config.scenario import load_scenario
 from tests.conftest import REPO
 
 SCENARIOS = sorted((REPO / "scenarios").rglob("*.toml"))

@@ -1,4 +1,4 @@
-"""Input files that travel with Ray tasks (simsched.shipping), without Ray: the driver lists what a
+"""Input files that travel with Ray tasks (simsched.runs.shipping), without Ray: the driver lists what a
 resolved scenario names, and a worker that cannot see those files runs the same simulation from a
 private mirror of them."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from simsched.api import simulation
-from simsched.scenario import load_scenario
-from simsched.shipping import Shipment, _mirror, files_of, rebase
+from simsched.config.scenario import load_scenario
+from simsched.runs.shipping import Shipment, _mirror, files_of, rebase
+from simsched.runs.single import simulation
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("scipy.stats", reason="experiment statistics need the extra 'experiment' (scipy)")
-from simsched.experiment.stats import holm  # noqa: E402
+from simsched.runs.experiment.stats import holm  # noqa: E402
 
 
 def test_holm_on_a_hand_computed_family() -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsched.cli import main
-from simsched.experiment.lock import LOCK, FolderLock
-from simsched.experiment.runner import run_experiment
-from simsched.experiment.spec import load_spec
-from simsched.experiment.store import REJECTED, read_results
+from simsched.cli.main import main
+from simsched.runs.experiment.lock import LOCK, FolderLock
+from simsched.runs.experiment.runner import run_experiment
+from simsched.runs.experiment.spec import load_spec
+from simsched.runs.experiment.store import REJECTED, read_results
 
 pytest.importorskip("scipy.stats", reason="experiment statistics need the extra 'experiment' (scipy)")
 REPO = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def test_a_held_folder_is_refused_at_once_naming_the_holder(tmp_path: Path, caps
     spec, out = _spec(tmp_path), tmp_path / "out"
     out.mkdir()
     holder = subprocess.Popen([sys.executable, "-c",
-                               "import sys, time\nfrom simsched.experiment.lock import FolderLock\n"
+                               "import sys, time\nfrom simsched.runs.experiment.lock import FolderLock\n"
                                f"FolderLock({str(out)!r}).acquire()\nprint('held', flush=True)\ntime.sleep(60)"],
                               stdout=subprocess.PIPE, text=True, env=_env())
     try:
@@ -127,7 +127,7 @@ def test_a_second_row_for_a_run_is_dropped_on_resume_and_never_counted(tmp_path:
 def test_add_refuses_a_run_already_recorded(tmp_path: Path) -> None:
     spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
     run_experiment(load_spec(spec), out, workers=1)
-    from simsched.experiment.store import ResultStore
+    from simsched.runs.experiment.store import ResultStore
 
     store = ResultStore(out, ())
     finished = store.open(resume=True)
@@ -228,8 +228,8 @@ def test_an_empty_metric_cell_is_a_mean_over_no_jobs_not_damage(tmp_path: Path) 
 def test_load_rows_never_counts_a_negative_number_of_missing_runs(tmp_path: Path) -> None:
     spec, out = _spec(tmp_path, seeds=1), tmp_path / "out"
     run_experiment(load_spec(spec), out, workers=1)
-    from simsched.experiment.grid import plan
-    from simsched.experiment.runner import load_rows
+    from simsched.runs.experiment.grid import plan
+    from simsched.runs.experiment.runner import load_rows
 
     tasks = plan(load_spec(spec))
     lines = _lines(out / "results.csv")
@@ -251,8 +251,8 @@ def _small_tmpfs(folder: Path, size: str) -> bool:
 
 def test_a_full_disk_is_one_line_with_its_own_exit_code_and_the_store_survives(tmp_path: Path, capsys,
                                                                              monkeypatch) -> None:
-    from simsched.atomic import RESOURCE_EXIT
-    from simsched.experiment import store as store_module
+    from simsched.core.atomic import RESOURCE_EXIT
+    from simsched.runs.experiment import store as store_module
 
     spec, out = _spec(tmp_path, seeds=3), tmp_path / "out"
     real_write, calls = os.write, []
@@ -276,7 +276,7 @@ def test_a_full_disk_is_one_line_with_its_own_exit_code_and_the_store_survives(t
 
 
 def test_a_real_full_tmpfs_under_run_out(tmp_path: Path, capsys) -> None:
-    from simsched.atomic import RESOURCE_EXIT
+    from simsched.core.atomic import RESOURCE_EXIT
 
     small = tmp_path / "small"
     if not _small_tmpfs(small, "16k"):
@@ -295,7 +295,7 @@ def test_a_real_full_tmpfs_under_run_out(tmp_path: Path, capsys) -> None:
 # -- modes ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_outputs_get_the_mode_open_would_give_under_the_umask(tmp_path: Path, umask: int) -> None:
-    from simsched.atomic import write_text
+    from simsched.core.atomic import write_text
 
     old = os.umask(umask)
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 
 SCENARIO = """
 name = "s"

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simsched
-from simsched.errors import InputError
-from simsched.scenario import load_scenario
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
 from tests.helpers import log, write_scenario
 
 HEADER = "job_id,submit,duration,gpus,tenant"

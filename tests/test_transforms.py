@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.workloads.table import normalize
 from simsched.workloads.transforms import (
     limit_jobs,

@@ -49,7 +49,7 @@ def test_assignment_scenario_has_deadlines_and_weights():
 
 
 def test_deadline_miss_rate_is_na_without_deadlines_and_weighted_wait(tmp_path, capsys):
-    from simsched.cli import main
+    from simsched.cli.main import main
 
     one = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "V100" }]'
     # waits: a 0, b 99 (weight 3), c 148 (weight 1): C_q,avg = (0 + 297 + 148) / 3,
@@ -65,7 +65,7 @@ def test_deadline_miss_rate_is_na_without_deadlines_and_weighted_wait(tmp_path, 
 
 
 def test_heterogeneous_with_untyped_jobs_warns_once_naming_the_key(tmp_path, capsys):
-    from simsched.cli import main
+    from simsched.cli.main import main
 
     mixed = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "T4" }, { count = 1, gpus = 1, gpu_type = "V100" }]'
     path = write_scenario(tmp_path, clusters=mixed, scheduler='policy = "fifo"\nheterogeneous = true',
@@ -97,7 +97,7 @@ def test_philly_generator_types_its_jobs_with_the_calibrated_type(tmp_path):
 
 @pytest.mark.parametrize("typo", ["placment", "backfil", "heterogenous"])
 def test_validate_rejects_scheduler_typos_with_a_complete_valid_list(tmp_path, capsys, typo):
-    from simsched.cli import main
+    from simsched.cli.main import main
 
     path = write_scenario(tmp_path, clusters=TWO_CLUSTERS, scheduler=f'policy = "fifo"\n{typo} = true',
                           jobs=["a,0,100,1,,,,,"])
@@ -110,7 +110,7 @@ def test_validate_rejects_scheduler_typos_with_a_complete_valid_list(tmp_path, c
 
 
 def test_workload_valid_keys_list_the_scenarios_own_keys(tmp_path):
-    from simsched.errors import InputError
+    from simsched.core.errors import InputError
 
     path = write_scenario(tmp_path, clusters=TWO_CLUSTERS, scheduler='policy = "fifo"',
                           workload='source = "synthetic"\ngenerator = "simple"\njobs = 5\njobs_limt = 3')
@@ -154,7 +154,7 @@ def test_user_policies_get_read_only_views(tmp_path, action, needle):
     one = '[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 1, gpu_type = "V100" }]'
     path = write_scenario(tmp_path, clusters=one, scheduler='policy = "cheat.py:Cheat"',
                           jobs=["a,0,100,1,,,,,", "b,1,50,1,,,,,"])
-    with pytest.raises(simsched.errors.InputError) as info:  # one line naming cheat.py:line (PolicyError)
+    with pytest.raises(simsched.core.errors.InputError) as info:  # one line naming cheat.py:line (PolicyError)
         simsched.run(path)
     assert needle in str(info.value) and "cheat.py:" in str(info.value)
 
@@ -180,8 +180,8 @@ def test_read_only_views_change_no_result_of_an_honest_policy(tmp_path):
 def test_progress_refreshes_by_wall_time_not_every_20000_events():
     import time
 
-    from simsched.engine import Engine
-    from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+    from simsched.core.engine import Engine
+    from simsched.core.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
     from simsched.policies import ORDERINGS, PLACEMENTS
     from simsched.policies.allocation import Home
     from simsched.policies.queue import QueueScheduler

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 
 JOBS = "job_id,submit,duration,gpus\na,0,100,1\nb,10,200,2\n"
 SCENARIO = """
@@ -26,7 +26,7 @@ path = "jobs.csv"
 policy = "fifo"
 """
 POLICIES = '''
-from simsched.policies.base import Decision, Start
+from simsched.core.contract import Decision, Start
 
 
 class Boom(BaseException):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import simsched
-from simsched.errors import InputError
-from simsched.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
-from simsched.scenario import load_scenario
+from simsched.config.scenario import load_scenario
+from simsched.core.errors import InputError
+from simsched.core.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
 from simsched.workloads.generators import venus
 from simsched.workloads.registry import GENERATORS, Params
 from simsched.workloads.transforms import offered_load

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simsched.cli import main
+from simsched.cli.main import main
 
 pytest.importorskip("scipy.stats", reason="experiment statistics need the extra 'experiment' (scipy)")
 REPO = Path(__file__).resolve().parents[1]

@@ -8,12 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsched.compare import compare_spec, run_compare, to_markdown
-from simsched.errors import InputError
-from simsched.experiment.runner import metrics_of, run_experiment
-from simsched.experiment.spec import load_spec
-from simsched.experiment.store import ADDED_LATER_METRICS, read_results
-from simsched.metrics import flat_metrics
+from simsched.core.errors import InputError
+from simsched.core.metrics import flat_metrics
+from simsched.present.compare_tables import to_markdown
+from simsched.runs.compare import compare_spec, run_compare
+from simsched.runs.experiment.runner import metrics_of, run_experiment
+from simsched.runs.experiment.spec import load_spec
+from simsched.runs.experiment.store import ADDED_LATER_METRICS, read_results
 from tests.helpers import write_scenario
 from tests.test_tenants import CLUSTER, HEADER, JOBS
 

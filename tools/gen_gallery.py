@@ -5,7 +5,7 @@
 Runs small versions of the commands whose figures report.html shows (a run, a compare,
 a learn) with ``--plots``, redraws the committed fig4 experiment store with
 ``simsched plot``, and copies the PNGs here with the page that shows them. The figures are
-committed (the site build does not simulate); rerun this after a change to simsched/plots/.
+committed (the site build does not simulate); rerun this after a change to simsched/present/plots/.
 About a minute of CPU.
 """
 

@@ -57,8 +57,8 @@ def queue_times(cluster: str, seed: int, jobs: int | None, settings: dict) -> tu
     import numpy as np
 
     import simsched
-    from simsched.experiment.overrides import apply_overrides
-    from simsched.scenario import load_scenario
+    from simsched.config.overrides import apply_overrides
+    from simsched.config.scenario import load_scenario
 
     scenario = load_scenario(REPO / "scenarios" / "helios" / f"{cluster}.toml")
     if settings:

@@ -1,5 +1,5 @@
 """A griffe extension for the API pages: Sphinx roles in docstrings (``:class:`Scenario```,
-``:func:`~simsched.api.run```, ``:data:`X```) render as inline code instead of raw role text.
+``:func:`~simsched.runs.single.run```, ``:data:`X```) render as inline code instead of raw role text.
 
 The docstrings are written for readers of the source, with reST roles and ``double
 backticks``; Markdown shows ``double backticks`` as code already."""

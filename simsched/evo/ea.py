@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.evo.fitness import _Cache, _evaluate_population, _new_cache, _Workspace, _workspace
 from simsched.evo.floor import objective_floor
 from simsched.evo.instance import AllocationInstance, _Kernel

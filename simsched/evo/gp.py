@@ -37,7 +37,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.evo.priority import CONST, FUNCTIONS, TERMINALS, parse, root, validate
 
 Token = str | float

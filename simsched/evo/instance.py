@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.evo.objective import DEFAULT_WEIGHTS, combine_weights
 from simsched.evo.planner import _state_from_fixed
 from simsched.evo.priority import NanPriority

@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 
 #: (w1, w2, w3), the paper's default.
 DEFAULT_WEIGHTS: tuple[float, float, float] = (1.0, 1.0, 1.0)

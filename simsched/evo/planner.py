@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 
 INFEASIBLE = math.inf
 

@@ -32,8 +32,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from simsched.errors import InputError
-from simsched.inputs import note_read
+from simsched.core.atomic import write_text
+from simsched.core.errors import InputError
+from simsched.core.inputs import note_read
 
 #: binary function symbols with their precedence (higher binds tighter).
 FUNCTIONS: dict[str, int] = {"+": 1, "-": 1, "*": 2, "%": 2}
@@ -436,7 +437,6 @@ def from_json(data: Mapping[str, Any], source: str = "<priority>") -> nx.DiGraph
 def save_priority(graph: nx.DiGraph, path: str | Path, **meta: Any) -> Path:
     """Write ``graph`` (plus its infix text and ``meta``, e.g. how it was learned) as JSON."""
     path = Path(path)
-    from simsched.atomic import write_text
 
     write_text(path, json.dumps(to_json(graph, **meta), indent=2) + "\n")  # atomic: complete or absent
     return path

@@ -45,12 +45,13 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from simsched.core.contract import Decision, JobView, SchedulerView, Start
 from simsched.evo.allocation import AllocationInstance, ClusterState, evolve, mct_assign
+from simsched.evo.gp_kernel import compiled_source, kernel_source
 from simsched.evo.instance import trusted_state
 from simsched.evo.planner import plan_trusted
 from simsched.evo.priority import Evaluator, infix, load_priority
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import Decision, JobView, SchedulerView, Start
 
 #: a group's stand-in units per worker for a job that may not run there (masked by ``allowed``)
 _NOT_ALLOWED = 1 << 40
@@ -472,8 +473,6 @@ class GpOrdering:
         first minimum, or -1 when a key is NaN (the contract of simsched/policies/ordering.py)."""
         if n >= self.compiled_from:
             if self._kernel is None:
-                from simsched.evo.gp_kernel import compiled_source, kernel_source
-
                 if self._source is None:
                     self._source = kernel_source(self.graph)
                 self._kernel = compiled_source(self._source, self._numpy_rows >= self.compile_after)

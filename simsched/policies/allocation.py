@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from simsched.policies.base import JobView, SchedulerView
+from simsched.core.contract import JobView, SchedulerView
 
 
 class Allocation:
@@ -85,9 +85,8 @@ class RandomAllocation(Allocation):
         return feasible[int(self._rng.integers(len(feasible)))]
 
 
-#: the classic allocations; "mct" (the §6 planner, simsched.evo.scheduler) is added by the
-#: policy registry in simsched/policies/__init__.py, which sits above both packages, so this
-#: module never imports simsched.evo (no evo.scheduler <-> policies.allocation circle)
+#: the classic allocations; "mct" (the §6 planner) is registered by simsched.evo.families into
+#: simsched.policies.registry.ALLOCATIONS, so this layer never imports simsched.evo
 ALLOCATIONS: dict[str, Callable[..., Allocation]] = {
     "home": Home,
     "round_robin": RoundRobinAllocation,

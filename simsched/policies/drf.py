@@ -42,10 +42,11 @@ import heapq
 import math
 from bisect import bisect_right
 
+from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job, place_remembered
+from simsched.policies.registry import common_builder, register
 from simsched.policies.shares import (
     FairShareBase,
     entitlements,
@@ -345,3 +346,6 @@ def _taken(job: JobView, nodes: tuple[int, ...], view: SchedulerView) -> int:
 def build_drf(options, *, placement: Placement, allocation: Allocation, backfill: bool,
               interval_s: float | None = None) -> DrfScheduler:
     return DrfScheduler(placement, allocation, backfill)
+
+
+register("drf", no_reservations="walks the queue tenant by tenant")(common_builder(build_drf))

@@ -36,7 +36,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from simsched.policies.base import JobView, SchedulerView
+from simsched.core.contract import JobView, SchedulerView
 from simsched.policies.placement import Placement
 
 #: one release: (end time, nodes (one entry per worker), milli-GPUs per worker)
@@ -44,7 +44,7 @@ Release = tuple[float, tuple[int, ...], int]
 
 
 def _end_of(job: JobView) -> float:
-    # the very float the engine's completion fires at (simsched.engine.start; Profile.of)
+    # the very float the engine's completion fires at (simsched.core.engine.start; Profile.of)
     return job.run_start + (job.run_penalty + job.remaining_work / job.run_speed)
 
 

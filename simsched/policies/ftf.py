@@ -12,14 +12,14 @@ tenant t:
 both in the job's cluster c (the one its allocation gives it): D_t = GPUs
 asked by t's jobs queued for or running in c; Q_t = t's quota in c. In a
 cluster with quotas the tenants it does not list count as one, the pool of
-unlisted tenants (its demand against the pool's GPUs, as simsched.tenancy
+unlisted tenants (its demand against the pool's GPUs, as simsched.core.tenancy
 counts them); in a cluster without quotas Q_t = its GPUs / the number of
 tenants with a job queued for or running in it. A job free to run in any
 cluster (no home under ``allocation = "home"``) uses t's sums over the fleet. A
 tenant that asks for more than its share would wait even alone on that share,
 so its T_alone stretches by D_t / Q_t; a tenant within its share is owed its
 jobs' bare run times. The after-the-fact ρ metric in summary.json
-(simsched.fairness) uses the same definition with the real JCT, the run time
+(simsched.core.fairness) uses the same definition with the real JCT, the run time
 on the type the job ran on and the demand at its arrival.
 
 One decision: queued jobs in decreasing ρ (ties: submit, input order), each
@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import math
 
+from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
+from simsched.policies.registry import common_builder, register
 from simsched.policies.shares import FairShareBase, cluster_gpus, entitlements, plan_clusters
 
-#: the pool of a cluster's unlisted tenants, as a key (simsched.tenancy)
+#: the pool of a cluster's unlisted tenants, as a key (simsched.core.tenancy)
 _POOL = object()
 
 
@@ -155,3 +156,6 @@ class FtfScheduler(FairShareBase):
 def build_ftf(options, *, placement: Placement, allocation: Allocation, backfill: bool,
               interval_s: float | None = None) -> FtfScheduler:
     return FtfScheduler(placement, allocation, backfill)
+
+
+register("ftf", no_reservations="walks the queue tenant by tenant")(common_builder(build_ftf))

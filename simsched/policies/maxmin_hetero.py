@@ -10,7 +10,7 @@ C_r GPUs, and every active tenant t:
 
 * a[t, r] = effective throughput per GPU held on r: over t's queued and
   running jobs, weighted by their GPUs, the job's speed factor on r (the
-  per-type speedups, simsched.model.speed_factor) x its GPUs / the GPUs it holds
+  per-type speedups, simsched.core.model.speed_factor) x its GPUs / the GPUs it holds
   there (memory scaling makes a 32 GB job hold two 16 GB GPUs per worker,
   halving its throughput per GPU); 0 where its jobs have no option;
 * D[t] = the GPUs its queued and running jobs ask for (its demand);
@@ -72,11 +72,13 @@ import math
 
 import numpy as np
 
-from simsched.errors import InputError
+from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
+from simsched.core.errors import InputError
+from simsched.core.extras import install_hint
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement, trial
 from simsched.policies.queue import _over_quota
+from simsched.policies.registry import common_builder, register
 from simsched.policies.shares import (
     QuotaSource,
     entitlements,
@@ -97,7 +99,7 @@ def _linprog():
         from scipy.optimize import linprog
     except ImportError:  # the core stays importable without scipy
         raise InputError('scheduler.policy = "maxmin-hetero" needs scipy for its linear programs; '
-                         'install it with: pip install "simsched[test]" (or pip install scipy)') from None
+                         f'install it with: {install_hint("test")} (or pip install scipy)') from None
     return linprog
 
 
@@ -398,3 +400,6 @@ class MaxMinHeteroScheduler(QuotaSource):
 def build_maxmin_hetero(options, *, placement: Placement, allocation: Allocation, backfill: bool,
                         interval_s: float | None = None) -> MaxMinHeteroScheduler:
     return MaxMinHeteroScheduler(placement, allocation, backfill, interval_s)
+
+
+register("maxmin-hetero", no_reservations="walks the queue tenant by tenant")(common_builder(build_maxmin_hetero))

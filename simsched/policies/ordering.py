@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsched.policies.base import JobView, SchedulerView
+from simsched.core.contract import JobView, SchedulerView
 
 KeyFn = Callable[[JobView, SchedulerView], float]
 VectorFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]

@@ -48,10 +48,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from operator import itemgetter
 
+from simsched.core.contract import Decision, JobView, SchedulerView, Start
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import Decision, JobView, SchedulerView, Start
 from simsched.policies.placement import Placement
 from simsched.policies.queue import place_job
+from simsched.policies.registry import common_builder, register, register_variants
 
 #: (primary key, submit, input index): a total order over jobs
 Key = tuple[float, float, int]
@@ -432,7 +433,7 @@ class LasScheduler(PreemptiveScheduler):
       time a running job can cross a threshold or a queued job can be promoted;
       until then (and until the next arrival or finish) a periodic round would
       start and preempt nothing, so the engine counts it without running it
-      (simsched/engine.py, ``skipping_rounds``). After a decision that did
+      (simsched/core/engine.py, ``skipping_rounds``). After a decision that did
       something this holds because the walk leaves a fixed point (see
       :meth:`quiet_until`).
 
@@ -612,3 +613,7 @@ PREEMPTIVE: dict[str, Callable[..., PreemptiveScheduler]] = {
 #: ``preemptive = true`` turns these orderings into their preemptive policy
 PREEMPTIVE_VARIANT = {"srtf": "srtf-preemptive", "srsf": "srsf-preemptive", "las": "las",
                       "srtf-preemptive": "srtf-preemptive", "srsf-preemptive": "srsf-preemptive"}
+
+for _name, _build in PREEMPTIVE.items():
+    register(_name, no_reservations="is preemptive and walks its own way")(common_builder(_build))
+register_variants(PREEMPTIVE_VARIANT)

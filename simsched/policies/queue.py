@@ -25,11 +25,12 @@ from bisect import bisect_left
 
 import numpy as np
 
+from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.allocation import Allocation
-from simsched.policies.base import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.policies.easy import ReservingWalk
-from simsched.policies.ordering import Ordering
+from simsched.policies.ordering import ORDERINGS, Ordering
 from simsched.policies.placement import Placement
+from simsched.policies.registry import Request, register
 from simsched.policies.reservations import reserving_walk
 from simsched.policies.walk_memory import WalkMemory
 
@@ -597,3 +598,36 @@ class QueueScheduler:
                 del self._keys[pos]
                 del self._jobs[pos]
         return decision
+
+
+# -- the queue-order family (simsched.policies.registry) ------------------------------------------
+#: the EVO-GP paper's named baselines: policy -> (ordering, placement); "lyra" is both an ordering
+#: and the baseline lyra + best_fit: its ordering entry serves both
+BASELINES: dict[str, tuple[str, str]] = {
+    "spark": ("fifo", "round_robin"),
+    "liquid": ("fifo", "best_fit"),
+    "tiresias": ("srsf", "best_fit"),
+}
+
+
+def build_queue(request: Request, ordering: Ordering | None = None) -> QueueScheduler:
+    """The classic pipeline for an ordering or baseline name; ``mct-<name>`` allocates by MCT.
+    ``ordering`` replaces the name's ordering (the ``gp`` ordering of simsched.evo)."""
+    spec = request.spec
+    policy, allocation = request.policy, spec.allocation
+    if policy.startswith("mct-"):
+        policy, allocation = policy.removeprefix("mct-"), "mct"
+    ordering_name, placement = policy, spec.placement
+    if policy in BASELINES:
+        ordering_name, placement = BASELINES[policy]
+    elif policy == "lyra":
+        placement = "best_fit"
+    if ordering is None:
+        ordering = ORDERINGS[ordering_name]
+    chosen = request.allocation(allocation)
+    return QueueScheduler(ordering, request.placement(placement), chosen, spec.backfill,
+                          reserve=spec.reserve, reserve_depth=spec.reserve_depth)
+
+
+register(*ORDERINGS, *BASELINES)(build_queue)
+register(*(f"mct-{name}" for name in (*ORDERINGS, *BASELINES)), allocation="mct")(build_queue)

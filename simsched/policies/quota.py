@@ -28,7 +28,7 @@ queue walk does steps 2 and 3 more cheaply when no reclaim can succeed (no
 waiting job has an option its tenant's room admits in a cluster with quotas,
 which is what a reclaim needs): step 3 then continues the walk over its own
 buckets (``QueueScheduler.borrow_pass``), with the same starts. Only the engine
-changes state: this returns a Decision, and :class:`~simsched.tenancy.Tenancy`
+changes state: this returns a Decision, and :class:`~simsched.core.tenancy.Tenancy`
 changes when the engine applies it.
 """
 
@@ -36,10 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simsched.policies.base import Decision, JobView, Option, Scheduler, SchedulerView, Start
+from simsched.core.contract import Decision, JobView, Option, Scheduler, SchedulerView, Start
+from simsched.core.tenancy import Staged
 from simsched.policies.placement import Placement, best_fit, commit, trial
 from simsched.policies.queue import QueueScheduler
-from simsched.tenancy import Staged
 
 
 class SubView:

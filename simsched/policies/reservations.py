@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simsched.policies.base import JobView, SchedulerView
+from simsched.core.contract import JobView, SchedulerView
 from simsched.policies.placement import Placement
 
 
@@ -72,7 +72,7 @@ class Profile:
     @classmethod
     def of(cls, view: SchedulerView) -> Profile:
         # a running job ends when the engine's completion fires: its start + (restart penalty + its
-        # work at the start / its speed), the very float the engine computes (simsched.engine.start)
+        # work at the start / its speed), the very float the engine computes (simsched.core.engine.start)
         releases = [(job.run_start + (job.run_penalty + job.remaining_work / job.run_speed),
                      job.running_nodes, job.run_share) for job in view.running]
         return cls(view.now, view.free, releases)

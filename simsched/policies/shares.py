@@ -3,15 +3,15 @@ each tenant's entitlement per cluster and the GPUs it holds now.
 
 **Entitlement.** In a cluster with quotas a listed tenant is entitled to its
 quota; the tenants the cluster does not list (and jobs without a tenant)
-split the pool of unlisted tenants (simsched.tenancy) equally among those of
+split the pool of unlisted tenants (simsched.core.tenancy) equally among those of
 them that are active. In a cluster without quotas the active tenants split
 its GPUs equally. *Active* means having a job queued or running.
 
 The quotas come from ``view.tenants`` when the scenario enforces them
 (``scheduler.quota = "strict" | "borrow"``). With ``quota = "none"`` the view
 has no tenants, yet the fair-share policies still weight tenants by their
-quotas: :func:`simsched.api.simulation` hands them a quota table of their own
-through ``bind_quotas`` (:class:`~simsched.tenancy.Tenancy`, whose usage they
+quotas: :func:`simsched.runs.single.simulation` hands them a quota table of their own
+through ``bind_quotas`` (:class:`~simsched.core.tenancy.Tenancy`, whose usage they
 never read: they count held GPUs from ``view.running``).
 
 All amounts are GPUs (floats), counted as quotas count them: milli-GPUs per
@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from simsched.model import MILLI
-from simsched.policies.base import JobView, Option, SchedulerView
+from simsched.core.contract import JobView, Option, SchedulerView
+from simsched.core.model import MILLI
+from simsched.policies.allocation import Allocation
 
 
 def tenant_order(tenant: str | None) -> tuple[bool, str]:
@@ -115,8 +116,6 @@ def has_quotas(view: SchedulerView, quotas) -> bool:
 
 def plan_clusters(allocation, view: SchedulerView, ordered) -> None:
     """Let a planning allocation (MCT) choose the queued jobs' clusters, in the policy's order."""
-    from simsched.policies.allocation import Allocation
-
     if type(allocation).prepare is not Allocation.prepare:
         allocation.prepare(view, list(ordered))
 

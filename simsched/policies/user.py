@@ -22,10 +22,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from simsched.errors import InputError
-from simsched.inputs import missing_or_irregular, note_read
-from simsched.policies.base import Decision, Scheduler, Start
-from simsched.policies.readonly import ReadOnlyPolicy
+from simsched.core.contract import Decision, Scheduler, Start
+from simsched.core.errors import InputError
+from simsched.core.inputs import missing_or_irregular, note_read
+from simsched.core.readonly import ReadOnlyPolicy
 
 INTERFACE_HINT = "see docs/assignment.md for the interface"
 

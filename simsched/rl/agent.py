@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simsched.errors import InputError
-from simsched.inputs import missing_or_irregular, note_read
+from simsched.core.errors import InputError
+from simsched.core.inputs import missing_or_irregular, note_read
 from simsched.rl.features import CANDIDATE_FEATURES, GLOBAL_TAIL, FleetShape, ObsConfig
 
 FORMAT = "simsched-rl-linear/1"

@@ -1,6 +1,6 @@
 """What an RL agent sees and how its choice becomes a start (numpy only; docs/rl.md).
 
-Both the Gymnasium environment (:mod:`simsched.rl.env`) and the greedy ``rl``
+Both the Gymnasium environment (:mod:`simsched.learning.rl_env`) and the greedy ``rl``
 policy (:mod:`simsched.rl.policy`) use :class:`Observer`, so an agent sees the
 same candidates and numbers in training and at inference.
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simsched.errors import InputError
-from simsched.model import MILLI
-from simsched.policies.base import JobView
+from simsched.core.contract import JobView
+from simsched.core.errors import InputError
+from simsched.core.model import MILLI
 from simsched.policies.ordering import ORDERINGS
 
 #: per-candidate columns, before the per-GPU-type speed columns
@@ -78,7 +78,7 @@ class FleetShape:
 
     @classmethod
     def of(cls, fleet) -> FleetShape:
-        """From a :class:`simsched.policies.base.FleetView` (node groups in the engine's order)."""
+        """From a :class:`simsched.core.contract.FleetView` (node groups in the engine's order)."""
         types = tuple(dict.fromkeys(fleet.node_type))
         return cls(types, tuple(fleet.groups), int(sum(fleet.node_capacity) // MILLI))
 

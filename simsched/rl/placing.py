@@ -6,9 +6,9 @@ The environment and the ``rl`` policy both start a chosen job through
 
 from __future__ import annotations
 
-from simsched.errors import DecisionError, InputError
+from simsched.core.contract import JobView
+from simsched.core.errors import DecisionError, InputError
 from simsched.policies.allocation import ALLOCATIONS
-from simsched.policies.base import JobView
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.queue import place_job
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simsched.errors import InputError
-from simsched.policies.base import Decision, SchedulerView, Start
+from simsched.core.contract import Decision, SchedulerView, Start
+from simsched.core.errors import InputError
+from simsched.policies.registry import Request, register
 from simsched.rl.agent import LinearAgent
 from simsched.rl.features import FleetShape, Observer, action_mask
 from simsched.rl.placing import Placer, check_allocation
@@ -80,3 +81,11 @@ def build_rl_policy(options, base_dir: Path, rng, allocation: str, placement: st
     except InputError as exc:
         raise options.error("agent", str(exc)) from None
     return RLPolicy(agent, allocation, placement, rng, source=f"{file}: scheduler.agent ({path.name})")
+
+
+@register("rl", event_only=True, preemptive_option=False)
+def build_rl(request: Request) -> RLPolicy:
+    """``policy = "rl"``: the agent of ``agent = "file.npz"``, greedily."""
+    spec = request.spec
+    return build_rl_policy(request.options, request.base_dir, request.rng_for("allocation"), spec.allocation,
+                           spec.placement, request.file)

@@ -9,39 +9,38 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
-from simsched.inputs import missing_or_irregular
-from simsched.model import Fleet
-from simsched.workloads import transforms
+from simsched.core.errors import InputError
+from simsched.core.inputs import missing_or_irregular
+from simsched.core.model import Fleet
+from simsched.core.seeding import stream
+from simsched.workloads import (  # noqa: F401  each module registers its names
+    csv_reader,
+    generators,
+    machines,
+    readers,
+    simple,
+    transforms,
+)
+from simsched.workloads.csv_reader import MAX_GPUS, MAX_SECONDS, MIN_GPUS
 from simsched.workloads.registry import CLUSTER_BUILDERS, GENERATORS, READERS, Params, ReadContext
 from simsched.workloads.table import SkipReport
 
 
 def readers_registry() -> dict[str, Callable]:
-    import simsched.workloads.csv_reader  # noqa: F401  (registers "csv")
-    import simsched.workloads.readers  # noqa: F401
-
     return READERS
 
 
 def generators_registry() -> dict[str, Callable]:
-    import simsched.workloads.generators  # noqa: F401
-    import simsched.workloads.simple  # noqa: F401
-
     return GENERATORS
 
 
 def builders_registry() -> dict[str, Callable]:
-    import simsched.workloads.machines  # noqa: F401
-
     return CLUSTER_BUILDERS
 
 
 def _check_times(df: pd.DataFrame, spec) -> None:
     """Every job time finite and within range, whatever reader, generator or filter made it
     (the engine then never meets NaN or overflowing times)."""
-    from simsched.workloads.csv_reader import MAX_SECONDS
-
     for column, required in (("submit", True), ("duration", True), ("deadline", False)):
         values = df[column].to_numpy(float)
         bad = (np.isnan(values) if required else np.zeros(len(values), bool)) | (np.abs(values) > MAX_SECONDS) \
@@ -55,8 +54,6 @@ def _check_times(df: pd.DataFrame, spec) -> None:
 
 def _check_gpus(df: pd.DataFrame, spec) -> None:
     """GPU demands the engine can count (whole milli-GPUs), whatever made the table."""
-    from simsched.workloads.csv_reader import MAX_GPUS, MIN_GPUS
-
     values = df["gpus"].to_numpy(float)
     bad = ~np.isfinite(values) | (values < MIN_GPUS) | (values > MAX_GPUS)
     if bad.any():
@@ -80,8 +77,6 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     Order: read/generate -> cluster (VC) selection -> time window -> load scaling
     -> ``jobs_limit`` (first N by submit) -> field synthesis -> tenant mix -> reference GPU type.
     """
-    from simsched.seeding import stream
-
     ctx = ReadContext(strict=spec.strict, clusters=tuple(fleet.cluster_names), gpu_types=tuple(fleet.gpu_types))
     params = Params(spec.params, "workload", spec.params_file)
     params.allow(*spec.known_keys)  # the scenario's own workload keys, so "valid keys" lists them

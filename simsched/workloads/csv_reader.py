@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsched.errors import InputError, did_you_mean
-from simsched.inputs import note_read
+from simsched.core.errors import InputError, did_you_mean
+from simsched.core.inputs import note_read
 from simsched.workloads.registry import Params, ReadContext, reader
 from simsched.workloads.table import normalize
 

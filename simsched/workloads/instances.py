@@ -3,7 +3,8 @@
 An instance is a fleet of P ~ U{2..26} homogeneous clusters, each of
 N_p ~ U{10..100} nodes of 8 GPUs (GPU type V100), with the paper's Table II
 workload per cluster (the ``paper`` generator, :mod:`simsched.workloads.generators.paper`)
-and ``evo-gp`` as the default scheduler. Instance ``index`` of seed ``s``
+and ``evo-gp`` as the default scheduler (the scenario is built by
+:mod:`simsched.config.instances`). Instance ``index`` of seed ``s``
 draws from its own stream, ``SeedSequence(s, spawn_key=(crc32("paper-instance"), index))``,
 in a fixed order: P, then the P node counts, then the scenario seed (the
 workload seed of that instance, uniform in [0, 2^31)). So instance k never
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from simsched.errors import InputError
-from simsched.model import ClusterSpec, NodeGroup
+from simsched.core.errors import InputError
+from simsched.core.model import ClusterSpec, NodeGroup
 
 #: instance generators an ``[instance]`` table may name
 GENERATORS = ("paper",)
@@ -93,27 +93,3 @@ def instance_spec(seed: int, index: int, set_name: str | None = None) -> Instanc
                    f"{', '.join(map(str, nodes))} nodes x {GPUS_PER_NODE} GPUs, Table II workload")
     return InstanceSpec(name, scenario_seed, clusters, {"source": "synthetic", "generator": "paper"},
                         description)
-
-
-def paper_instance(seed: int, index: int, *, scheduler: dict[str, Any] | None = None,
-                   workload: dict[str, Any] | None = None) -> Any:
-    """Instance ``index`` of ``seed`` as a validated :class:`~simsched.scenario.Scenario`.
-
-    ``scheduler`` replaces the default ``[scheduler]`` table (``policy = "evo-gp"``);
-    ``workload`` adds keys to the paper generator's table (``load``, ``jobs_per_node`` ...).
-    """
-    from simsched.scenario import scenario_from_table
-
-    table: dict[str, Any] = {"instance": {"generator": "paper", "seed": int(seed), "index": int(index)},
-                             "scheduler": dict(scheduler) if scheduler is not None else {"policy": "evo-gp"}}
-    if workload:
-        table["workload"] = dict(workload)
-    return scenario_from_table(table, Path(f"<{instance_name(seed, index)}>"))
-
-
-def instance_set(name: str, seed: int, **options: Any) -> list[Any]:
-    """The named set (``train`` 50, ``validation`` 10, ``test`` 30) of ``seed`` as Scenarios."""
-    if name not in SETS:
-        raise InputError(f"paper instance set: unknown set {name!r}; valid: {', '.join(SETS)}")
-    first, count = SETS[name]
-    return [paper_instance(seed, first + i, **options) for i in range(count)]

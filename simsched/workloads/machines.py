@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from simsched.model import ClusterSpec, NodeGroup
+from simsched.core.model import ClusterSpec, NodeGroup
 from simsched.workloads.readers._common import (
     BadRow,
     check_header,

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simsched.errors import InputError
-from simsched.params import Params  # noqa: F401  (re-exported: readers and generators import it from here)
+from simsched.core.errors import InputError
+from simsched.core.params import Params  # noqa: F401  (re-exported: readers and generators import it from here)
 from simsched.workloads.table import SkipReport
 
 READERS: dict[str, Callable] = {}

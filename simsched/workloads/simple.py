@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simsched import limits
-from simsched.model import Fleet
+from simsched.core import limits
+from simsched.core.model import Fleet
 from simsched.workloads.csv_reader import MAX_SECONDS
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize

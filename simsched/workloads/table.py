@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
-from simsched.model import JobSpec, derive_workers
+from simsched.core.errors import InputError
+from simsched.core.model import JobSpec, derive_workers
 
 JOB_COLUMNS: tuple[str, ...] = (
     "job_id",

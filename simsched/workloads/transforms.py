@@ -18,7 +18,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.workloads.table import normalize
 
 

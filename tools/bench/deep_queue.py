@@ -94,7 +94,7 @@ def scenario_file(folder: Path, policy: str, jobs: int, source: str) -> Path:
 def time_policy(path: Path) -> tuple[float, object, float]:
     """Seconds of ``Engine.run`` for one scenario (engine built untimed), the engine, and the
     process CPU seconds of the run (steadier than wall time on a shared machine)."""
-    from simsched.api import simulation
+    from simsched.runs.single import simulation
 
     sim = simulation(path)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -140,10 +140,10 @@ class Replay:
 
 def engine_for(path: Path, wrap):
     """A fresh engine for the scenario whose scheduler is ``wrap(the scenario's policy)``, built
-    as :func:`simsched.api.simulation` builds it (an object from outside simsched given to
+    as :func:`simsched.runs.single.simulation` builds it (an object from outside simsched given to
     ``simulation`` would run behind read-only views, which would add their own cost)."""
-    from simsched.api import prepare, simulation
-    from simsched.engine import Engine
+    from simsched.core.engine import Engine
+    from simsched.runs.single import prepare, simulation
     from simsched.workloads.table import to_job_specs
 
     sim = simulation(path)

@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from simsched.engine import Engine, EngineConfig
-from simsched.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
+from simsched.core.engine import Engine, EngineConfig
+from simsched.core.model import ClusterSpec, Fleet, JobSpec, NodeGroup, builtin_gpu_types
 from simsched.policies import ORDERINGS, PLACEMENTS
 from simsched.policies.allocation import Home
 from simsched.policies.queue import QueueScheduler

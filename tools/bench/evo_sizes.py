@@ -44,11 +44,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from simsched.api import simulation  # noqa: E402
 from simsched.evo import scheduler as evo_scheduler  # noqa: E402
 from simsched.evo.ea import evolve  # noqa: E402
-from simsched.experiment.grid import plan  # noqa: E402
-from simsched.experiment.spec import load_spec  # noqa: E402
+from simsched.runs.experiment.grid import plan  # noqa: E402
+from simsched.runs.experiment.spec import load_spec  # noqa: E402
+from simsched.runs.single import simulation  # noqa: E402
 
 SPEC = REPO / "experiments" / "paper" / "fig4.toml"
 

@@ -37,14 +37,14 @@ import time
 from pathlib import Path
 
 from simsched.evo import gp
-from simsched.evo.learn import (
+from simsched.evo.priority import to_json
+from simsched.learning.gp import (
     LearnConfig,
     LearnProgress,
     learn,
     run_objective,
     run_objective_engine,
 )
-from simsched.evo.priority import to_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ def one_generation(scenario: Path, population: int, alpha: int, workers: int, se
 def engine_ratio(scenario: Path, population: int, alpha: int, seed: int, sample: int) -> dict:
     """Compiled vs engine per-run time on the first ``sample`` candidates of the same generation."""
     config = LearnConfig(population=population, alpha=alpha, seed=seed)
-    from simsched.seeding import stream
+    from simsched.core.seeding import stream
 
     rng = stream(config.seed, "gp")
     individuals = gp.ramped_half_and_half(rng, config.primitives, population, config.init_min, config.init_max)

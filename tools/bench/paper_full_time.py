@@ -33,10 +33,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simsched.api import prepare  # noqa: E402
-from simsched.experiment.grid import plan  # noqa: E402
-from simsched.experiment.spec import load_spec  # noqa: E402
-from simsched.experiment.store import read_planned  # noqa: E402
+from simsched.runs.experiment.grid import plan  # noqa: E402
+from simsched.runs.experiment.spec import load_spec  # noqa: E402
+from simsched.runs.experiment.store import read_planned  # noqa: E402
+from simsched.runs.single import prepare  # noqa: E402
 
 
 def fits(results, cpu: float, exponents: dict[str, float]) -> dict[str, tuple[float, float, str]]:

@@ -6,7 +6,7 @@ The workload is tools/bench/soak.py's ``--pipeline`` one (tools/bench/engine.py:
 Poisson arrivals, exponential durations, load 0.9 on 32 nodes of 8 GPUs), run once by
 ``simsched.run`` (fifo + best_fit + backfill). Then, for each format, ``RunResult.write`` writes
 every table (jobs, events, nodes, spells, timeline, as ``--out DIR [--format parquet]``), and
-``simsched.outputs.read_table`` reads each back with the documented types (as ``simsched plot``
+``simsched.core.outputs.read_table`` reads each back with the documented types (as ``simsched plot``
 and ``simsched.load_run`` do). Each write and read is repeated ``--repeat`` times and the
 fastest is reported (warm: the files are in the page cache, the code imported), with its user
 CPU seconds, which depend less than wall time on other processes of a shared machine.
@@ -44,8 +44,8 @@ def best(action, repeat: int) -> dict[str, float]:
 def measure(jobs: int, repeat: int, nodes: int = 32, load: float = 0.9) -> dict:
     from engine import workload
 
-    import simsched.api
-    from simsched.outputs import RUN_TABLES, read_table
+    import simsched.runs.single
+    from simsched.core.outputs import RUN_TABLES, read_table
 
     with tempfile.TemporaryDirectory(prefix="simsched-parquet-") as tmp:
         folder = Path(tmp)
@@ -59,7 +59,7 @@ def measure(jobs: int, repeat: int, nodes: int = 32, load: float = 0.9) -> dict:
             f'[workload]\nsource = "csv"\npath = "jobs_in.csv"\n'
             f'[scheduler]\npolicy = "fifo"\nplacement = "best_fit"\nbackfill = true\n')
         started = time.perf_counter()
-        result = simsched.api.run(folder / "bench.toml")
+        result = simsched.runs.single.run(folder / "bench.toml")
         for name in RUN_TABLES:  # build every derived table before timing the writes
             getattr(result, name)
         simulate_s = time.perf_counter() - started
@@ -83,7 +83,7 @@ def measure(jobs: int, repeat: int, nodes: int = 32, load: float = 0.9) -> dict:
 
 
 def table(report: dict) -> str:
-    from simsched.outputs import RUN_TABLES
+    from simsched.core.outputs import RUN_TABLES
 
     csv, pq = report["formats"]["csv"], report["formats"]["parquet"]
     lines = [f"{report['jobs']:,} jobs (simulated in {report['simulate_s']:.1f} s); fastest of {report['repeat']}; "

@@ -1,4 +1,4 @@
-"""Environment steps per second of ``simsched.rl.SchedulingEnv``, warm.
+"""Environment steps per second of ``simsched.learning.rl_env.SchedulingEnv``, warm.
 
     python tools/bench/rl_env.py [SCENARIO] [--episodes 3] [--policy first|random] [--json]
 
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 import simsched
-from simsched.rl import SchedulingEnv
-from simsched.scenario import load_scenario
+from simsched.config.scenario import load_scenario
+from simsched.learning.rl_env import SchedulingEnv
 
 REPO = Path(__file__).resolve().parents[2]
 

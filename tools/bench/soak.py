@@ -47,9 +47,9 @@ def child(jobs: int, nodes: int, load: float) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from engine import job_specs, workload
 
-    from simsched.engine import Engine
-    from simsched.metrics import jobs_frame
-    from simsched.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
+    from simsched.core.engine import Engine
+    from simsched.core.metrics import jobs_frame
+    from simsched.core.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
     from simsched.policies import ORDERINGS, PLACEMENTS
     from simsched.policies.allocation import Home
     from simsched.policies.queue import QueueScheduler
@@ -79,7 +79,7 @@ def pipeline_child(jobs: int, nodes: int, load: float) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from engine import workload
 
-    import simsched.api
+    import simsched.runs.single
 
     with tempfile.TemporaryDirectory(prefix="simsched-soak-") as tmp:
         folder = Path(tmp)
@@ -94,7 +94,7 @@ def pipeline_child(jobs: int, nodes: int, load: float) -> dict:
             f'[scheduler]\npolicy = "fifo"\nplacement = "best_fit"\nbackfill = true\n')
         input_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
-        result = simsched.api.run(folder / "soak.toml")
+        result = simsched.runs.single.run(folder / "soak.toml")
         result.write(folder / "out")
         seconds = time.perf_counter() - t0
         cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0

@@ -37,8 +37,8 @@ MODES = ("none", "strict", "borrow")
 
 def prepare(scenario_path: Path, mode: str, jobs: int, policy: str):
     """A ready simulation of the scenario under quota ``mode`` (everything but the loop done)."""
-    from simsched.api import simulation
-    from simsched.scenario import load_scenario
+    from simsched.config.scenario import load_scenario
+    from simsched.runs.single import simulation
 
     scenario = load_scenario(scenario_path).with_scheduler_keys(
         {"policy": policy, "quota": mode, **({"reclaim": "preempt"} if mode == "borrow" else {})}, "bench")
@@ -47,7 +47,7 @@ def prepare(scenario_path: Path, mode: str, jobs: int, policy: str):
 
 def timed_run(scenario_path: Path, mode: str, jobs: int, policy: str) -> dict:
     """One run: CPU seconds of the event loop, its event count, and the summary's CPU seconds."""
-    from simsched.api import collect
+    from simsched.runs.single import collect
 
     ready = prepare(scenario_path, mode, jobs, policy)
     started = time.process_time()

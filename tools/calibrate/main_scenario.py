@@ -82,8 +82,8 @@ def resized(scenario, counts: str | None):
 def measure(scenario_path: Path, keys: dict, seed: int, jobs: int | None) -> dict:
     """FIFO and SJF on one point: the target figures (max wait and utilisation of the FIFO run)."""
     import simsched
-    from simsched.experiment.overrides import apply_overrides
-    from simsched.scenario import load_scenario
+    from simsched.config.overrides import apply_overrides
+    from simsched.config.scenario import load_scenario
 
     keys = dict(keys)
     base = resized(load_scenario(scenario_path), keys.pop("fleet.nodes", None))
@@ -107,7 +107,7 @@ def measure(scenario_path: Path, keys: dict, seed: int, jobs: int | None) -> dic
 
 
 def safe_measure(args: tuple) -> dict | str:
-    from simsched.errors import SimschedError
+    from simsched.core.errors import SimschedError
 
     try:
         return measure(*args)

@@ -54,8 +54,8 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
-from simsched.model import Fleet
+from simsched.core.errors import InputError
+from simsched.core.model import Fleet
 from simsched.workloads.generators.venus import bisect_increasing
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize

@@ -34,9 +34,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simsched import limits
-from simsched.errors import InputError
-from simsched.model import Fleet
+from simsched.core import limits
+from simsched.core.errors import InputError
+from simsched.core.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load, sample_quantile_table
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize

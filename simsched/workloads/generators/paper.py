@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simsched import limits
-from simsched.errors import InputError
-from simsched.model import ClusterSpec, Fleet
+from simsched.core import limits
+from simsched.core.errors import InputError
+from simsched.core.model import ClusterSpec, Fleet
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import JOB_COLUMNS, empty_table, normalize
 

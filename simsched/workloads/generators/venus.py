@@ -41,8 +41,8 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from simsched.errors import InputError
-from simsched.model import Fleet
+from simsched.core.errors import InputError
+from simsched.core.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize

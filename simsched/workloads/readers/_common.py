@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.errors import InputError
-from simsched.inputs import note_read
+from simsched.core.errors import InputError
+from simsched.core.inputs import note_read
 from simsched.workloads.table import empty_table, normalize
 
 

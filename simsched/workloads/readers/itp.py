@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simsched.errors import InputError
+from simsched.core.errors import InputError
 from simsched.workloads.readers._common import (
     BadRow,
     check_header,

@@ -1,0 +1,168 @@
+"""``python -m simsched experiment SPEC.toml [--preset P] [--out DIR] [--workers N | --executor ray]
+[--resume]``: run a grid, record every run as it ends, print and write the statistics."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from simsched.cli.args import Parser, add_plot_flags, check_plot_flags, command, positive_int
+from simsched.core.atomic import check_out_dir
+from simsched.core.errors import InputError
+from simsched.core.extras import install_hint
+from simsched.core.outputs import require_format
+from simsched.present.experiment_tables import rich_tables, write_tables
+from simsched.present.plots.draw import draw
+from simsched.runs.experiment.grid import plan
+from simsched.runs.experiment.runner import ExperimentInterrupted, run_experiment
+from simsched.runs.experiment.spec import MAX_RUNS, load_spec
+from simsched.runs.experiment.stats import compute
+from simsched.runs.experiment.store import in_plan_order, read_jobs, read_results, stale_notice
+from simsched.runs.experiment.verify import MISMATCH_EXIT, lines, parse_only, verify
+
+
+def _parser() -> Parser:
+    p = Parser(prog=command("experiment"),
+               description="Run an experiment spec (a grid of scenarios x schedulers x seeds x EA streams x "
+                           "overrides) into a resumable result store; print and write its statistics.")
+    p.add_argument("spec", help="experiment spec TOML (see docs/experiment.md, experiments/paper/)")
+    p.add_argument("--preset", metavar="NAME", help="merge the spec's [preset.NAME] table (e.g. quick, full)")
+    p.add_argument("--out", metavar="DIR",
+                   help="result folder (default: results/<spec name>[-<preset>] in the working directory)")
+    p.add_argument("--workers", type=positive_int,
+                   help=f"local worker processes (default: CPU count, {os.cpu_count()}); 1 = no subprocesses")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help=f"local processes (default) or Ray ({install_hint('ray')})")
+    p.add_argument("--address", help="Ray cluster address (with --executor ray; default: start a local Ray)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the experiment in DIR: runs already in results.csv are skipped")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    p.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
+                   help="refuse a grid of more than N runs before expanding it (default 1,000,000)")
+    p.add_argument("--verify", type=positive_int, metavar="K",
+                   help="re-run K finished rows of --out (at random, or those matching --only) and check that "
+                        "every metric reproduces exactly; nothing is written; exit 3 on a mismatch")
+    p.add_argument("--tables-only", action="store_true",
+                   help="write the statistics of the runs already in --out without running anything; "
+                        "instances with a run still missing are left out (for a long run in progress)")
+    p.add_argument("--only", metavar="KEY=VALUE,...",
+                   help="with --verify: only rows with these instance, scheduler, seed or ea_stream values")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="file format of the per-job tables (record = [\"jobs\"]: DIR/jobs/RUN_ID.csv or .parquet; "
+                        f"parquet needs {install_hint('parquet')})")
+    add_plot_flags(p)  # rank bars, sweep lines, decision time into DIR/plots/; DIR/report.html
+    return p
+
+
+def experiment_command(argv: list[str]) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
+
+    args = _parser().parse_args(argv)
+
+    require_format(args.format)  # before anything is made or run: one line when pyarrow is missing
+    if args.address and args.executor != "ray":
+        raise InputError(f"{command('experiment')}: --address needs --executor ray")
+
+    spec = load_spec(args.spec, args.preset, max_runs=args.max_runs or MAX_RUNS)
+    out = Path(args.out) if args.out else Path("results") / (spec.name + (f"-{args.preset}" if args.preset else ""))
+    if args.only and not args.verify:
+        raise InputError(f"{command('experiment')}: --only needs --verify K")
+    if (args.verify or args.tables_only) and (args.plots or args.report):
+        used = "--verify" if args.verify else "--tables-only"
+        raise InputError(f"{command('experiment')}: --plots and --report are not made with {used}; "
+                         f"draw them with: {command('plot', str(out))}")
+    if args.verify:
+        return _verify(spec, out, args)
+    if args.tables_only:
+        return _tables_only(spec, out, args)
+    args.out = str(out)  # the default folder counts as given for --plots/--report
+
+    check_out_dir(out)  # a regular file, an unwritable folder: one line before any run
+    pictures = check_plot_flags(args, command("experiment"))
+    err = Console(stderr=True)
+    where = dict(workers=args.workers, executor=args.executor, address=args.address, resume=args.resume,
+                 jobs_format=args.format,
+                 notify=lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+    try:
+        if args.quiet:
+            run = run_experiment(spec, out, **where)
+        else:
+            with Progress(console=err, transient=True) as bar:
+                task = bar.add_task(f"{spec.name}: runs", total=None)
+                run = run_experiment(spec, out, **where,
+                                     progress=lambda done, total: bar.update(task, completed=done, total=total),
+                                     status=lambda text: bar.update(task, description=f"{spec.name}: runs ({text})"))
+    except ExperimentInterrupted as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.code
+    if run.stale:
+        print(stale_notice(out, run.stale), file=sys.stderr)
+    jobs = read_jobs(out, run.results, spec.sweep_keys) if "jobs" in spec.record else None
+    stats = compute(run.results, spec, run.decisions, jobs)
+    title = spec.name + (f" (preset {spec.preset})" if spec.preset else "")
+    paths = write_tables(stats, spec, out, title)
+    if pictures:
+        paths += draw(out, fmt=args.plot_format, plots=args.plots, report=args.report, metric=spec.metric,
+                      schedulers=list(spec.scheduler_names))
+    if not args.quiet:
+        _print_tables(stats, spec, title)
+        retried = f", {run.retries} Ray tasks retried after their node was lost" if run.retries else ""
+        err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now{retried}); "
+                  f"wrote {out / 'results.csv'}, " + ", ".join(p.name for p in paths))
+    return 0
+
+
+def _verify(spec, out: Path, args) -> int:
+    """``--verify K``: re-run K finished rows of the store and compare their metrics exactly."""
+    only = parse_only(args.only)
+    checks = verify(spec, out, args.verify, only)
+    report = lines(checks)
+    for line in report[:-1]:
+        print(line)
+    print(report[-1], file=sys.stderr if any(c.differences for c in checks) else sys.stdout)
+    return MISMATCH_EXIT if any(check.differences for check in checks) else 0
+
+
+def _tables_only(spec, out: Path, args) -> int:
+    """``--tables-only``: the statistics of the finished runs, over the instances whose every planned
+    run has a row; nothing is run. For committing a long experiment as it grows."""
+
+
+    if not (out / "results.csv").is_file():
+        raise InputError(f"--tables-only: {out / 'results.csv'} not found; run the experiment first")
+    tasks = plan(spec)
+    order = {task.run_id: i for i, task in enumerate(tasks)}
+    results = in_plan_order(read_results(out), order).drop_duplicates("run_id", ignore_index=True)
+    done = set(results["run_id"])
+    wanted: dict[str, set[str]] = {}
+    for task in tasks:
+        wanted.setdefault(task.instance, set()).add(task.run_id)
+    complete = [name for name, ids in wanted.items() if ids <= done]
+    if not complete:
+        raise InputError(f"--tables-only: no instance of {spec.name} has all its runs in {out} yet "
+                         f"({len(done)} of {len(tasks)} runs finished)")
+    results = results[results["instance"].isin(complete)].reset_index(drop=True)
+    stats = compute(results, spec)
+    title = (spec.name + (f" (preset {spec.preset})" if spec.preset else "")
+             + f" -- {len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs)")
+    paths = write_tables(stats, spec, out, title)
+    if not args.quiet:
+        _print_tables(stats, spec, title)
+    print(f"{len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs); wrote "
+          + ", ".join(p.name for p in paths), file=sys.stderr)
+    return 0
+
+
+def _print_tables(stats, spec, title: str) -> None:
+    """The statistics as rich tables on stdout (140 columns wide when stdout is not a terminal)."""
+    from rich.console import Console
+
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=140)
+    for table in rich_tables(stats, spec, title):
+        console.print(table)

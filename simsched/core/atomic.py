@@ -1,0 +1,139 @@
+"""Outputs that are either complete or clearly marked partial (SPEC §8).
+
+Every output file is written under a temporary name in the same folder and
+renamed into place (``os.replace`` is atomic on POSIX and Windows), so a
+reader never sees half a file. A folder of outputs carries a ``PARTIAL``
+marker while it is being written and whenever what it holds is incomplete
+(an interrupted run or comparison); the marker says why and how to continue.
+
+The ``check_*`` helpers validate an output location before any work starts,
+so a bad ``--out`` costs nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from simsched.core.errors import InputError
+
+MARKER = "PARTIAL"
+
+
+#: errno values that mean "the output cannot be written here" (the disk, quota, mount or rights),
+#: not a bug: the CLI reports them on one line with exit code RESOURCE_EXIT (docs/outputs.md)
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
+RESOURCE_EXIT = 74  # EX_IOERR of sysexits.h
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (no race with threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def named(exc: OSError, path: str | Path) -> OSError:
+    """``exc`` with ``path`` as its file name when it has none (``os.write`` errors name no file)."""
+    if exc.filename is None and exc.errno is not None:
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    return exc
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it onto ``path``, else delete it.
+
+    The file ends with the mode ``open()`` would give it (0666 less the umask), not mkstemp's
+    0600: a colleague who can read the folder can read the results, as with any other file the
+    user writes there (docs/outputs.md)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~current_umask())
+        os.replace(tmp_path, path)
+    except OSError as exc:
+        tmp_path.unlink(missing_ok=True)
+        if exc.filename is None:
+            raise named(exc, path) from exc
+        raise
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with replacing(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_with(path: str | Path, writer: Callable[[Path], object]) -> Path:
+    """``writer(tmp_path)`` writes the file (e.g. ``df.to_csv``); it then replaces ``path`` atomically."""
+    with replacing(path) as tmp:
+        writer(tmp)
+    return Path(path)
+
+
+def mark_partial(folder: str | Path, reason: str) -> Path:
+    """Mark ``folder`` as holding incomplete outputs, saying why (one line, then details)."""
+    return write_text(Path(folder) / MARKER, reason.rstrip("\n") + "\n")
+
+
+def clear_partial(folder: str | Path) -> None:
+    (Path(folder) / MARKER).unlink(missing_ok=True)
+
+
+def is_partial(folder: str | Path) -> bool:
+    return (Path(folder) / MARKER).is_file()
+
+
+def check_out_dir(path: str | Path, flag: str = "--out") -> Path:
+    """An output folder that exists or can be created, and is writable; else :class:`InputError`."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {path}: exists and is not a folder; give a folder for the outputs")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot create the folder ({exc.strerror or exc})") from None
+    _probe(path, flag, f"{flag} {path}")
+    return path
+
+
+def check_out_file(path: str | Path, flag: str = "--out") -> Path:
+    """An output file whose folder exists and is writable and that is not itself a folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: is a folder; give a file name such as {path / 'learned.json'}")
+    if path.exists() and not path.is_file():
+        raise InputError(f"{flag} {path}: is not a regular file; give a file name in a writable folder")
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"{flag} {path}: folder {parent} does not exist")
+    _probe(parent, flag, f"{flag} {path}")
+    return path
+
+
+def _probe(folder: Path, flag: str, what: str) -> None:
+    """Create and delete a temporary file: permission bits alone miss read-only mounts and ACLs."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".simsched-probe.", dir=folder)
+    except OSError as exc:
+        raise InputError(f"{what}: folder {folder} is not writable ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(tmp)

@@ -1,0 +1,484 @@
+"""The output tables of a run beyond the per-job metrics: nodes, run spells, timeline (SPEC §7).
+
+Everything here is derived *after* the simulation from the engine's event log
+and the fleet, so the event loop does no extra work for it:
+
+- ``nodes``: one row per node (id, cluster, GPU type, capacity);
+- ``spells``: one row per run spell of a job (start .. finish or preemption),
+  with the nodes (one id per worker) and the milli-GPUs per worker it held;
+- ``timeline``: the state after every change: busy milli-GPUs and running
+  jobs per (cluster, GPU type), and the queue length.
+
+:data:`DTYPES` holds the column types of every CSV a run writes, and
+:func:`read_table` reads one back with exactly those types, whatever the data
+(a node list of single ids stays a string; an all-empty ``reason`` column
+stays a string). docs/outputs.md documents every column with its unit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simsched.core import atomic
+from simsched.core.errors import InputError
+from simsched.core.eventlog import FINISH, KINDS, PREEMPT, START, EventLog
+from simsched.core.extras import install_hint
+
+#: ``cluster`` / ``gpu_type`` of the timeline rows that hold fleet-wide totals
+ALL = "*"
+#: separates the run spells of a job in jobs.csv's ``nodes`` column; node ids inside a spell are space-separated
+SPELL_SEPARATOR = "|"
+
+EVENT_COLUMNS = ("time", "event", "job_id", "detail")
+NODE_COLUMNS = ("node", "cluster", "gpu_type", "capacity_milli")
+SPELL_COLUMNS = ("job_id", "spell", "start", "end", "end_event", "cluster", "gpu_type", "nodes", "workers",
+                 "share")
+TIMELINE_COLUMNS = ("time", "cluster", "gpu_type", "busy_milli", "running", "queued")
+
+_STR, _FLOAT, _INT = "string", "float64", "int64"
+
+#: pandas dtype of every column of every CSV a run writes (file name -> column -> dtype)
+DTYPES: dict[str, dict[str, str]] = {
+    "jobs.csv": {
+        "job_id": _STR, "submit": _FLOAT, "start": _FLOAT, "end": _FLOAT, "wait": _FLOAT, "jct": _FLOAT,
+        "cluster": _STR, "gpu_type": _STR, "preemptions": _INT, "gpus": _FLOAT, "workers": _INT,
+        "weight": _INT, "duration": _FLOAT, "deadline": _FLOAT, "gpu_seconds": _FLOAT, "status": _STR,
+        "reason": _STR, "home_cluster": _STR, "tenant": _STR, "nodes": _STR, "share": _INT, "runs": _INT,
+    },
+    "events.csv": {"time": _FLOAT, "event": _STR, "job_id": _STR, "detail": _STR},
+    "nodes.csv": {"node": _INT, "cluster": _STR, "gpu_type": _STR, "capacity_milli": _INT},
+    "spells.csv": {
+        "job_id": _STR, "spell": _INT, "start": _FLOAT, "end": _FLOAT, "end_event": _STR, "cluster": _STR,
+        "gpu_type": _STR, "nodes": _STR, "workers": _INT, "share": _INT,
+    },
+    "timeline.csv": {"time": _FLOAT, "cluster": _STR, "gpu_type": _STR, "busy_milli": _INT, "running": _INT,
+                     "queued": _INT},
+}  # fmt: skip
+
+
+#: a text cell starting with one of these runs as a formula when the CSV is opened in a spreadsheet
+#: (OWASP, "CSV Injection"); such a cell is written with a leading ' (the spreadsheet shows the text)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = __import__("re").compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """``value`` with a leading ``'`` when it is text a spreadsheet would run as a formula; numbers
+    written as text (``-5``, ``+1.5e3``) and every other value are returned unchanged."""
+    if isinstance(value, str) and value[:1] in FORMULA_START and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def safe_text_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with :func:`spreadsheet_safe` applied to its text columns; the same object when no
+    cell needs it (the usual case: ordinary ids and names cost one vectorised check)."""
+    changed = {}
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object and not isinstance(values.dtype, pd.StringDtype):
+            continue
+        first = values.astype("string").str[:1]
+        if not first.isin(FORMULA_START).any():
+            continue
+        changed[column] = values.map(spreadsheet_safe)
+    return frame.assign(**changed) if changed else frame
+
+
+def read_json_object(path: str | Path, what: str) -> dict:
+    """A JSON file that must hold an object (summary.json, a learned function ...): a missing,
+    binary, empty or foreign file is one :class:`InputError` naming it."""
+    import json
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: binary content (byte {exc.start}), not {what}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{path}: not {what} (not valid JSON: {' '.join(str(exc).split())[:80]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not {what} (a JSON {type(data).__name__}, not an object)")
+    return data
+
+
+def read_csv_checked(path: str | Path, what: str, **options: Any) -> pd.DataFrame:
+    """``pd.read_csv`` for a file simsched wrote and reads back: a missing, empty, binary or damaged
+    file is one :class:`InputError` naming it, never a pandas traceback."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
+    try:
+        return pd.read_csv(path, encoding="utf-8", **options)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: empty file, expected {what}") from None
+    except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError) as exc:
+        raise InputError(f"{path}: not {what} ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+
+
+def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
+    """Read one of a run's CSV or Parquet (``.parquet``) files with the documented dtypes
+    (:data:`DTYPES`, by file name, or by ``kind`` such as ``"jobs.csv"`` for a file named otherwise).
+
+    Text columns come back as pandas ``string`` with empty cells as ``""``
+    (never NaN), numeric columns as ``float64`` (empty = NaN) or ``int64``.
+    """
+    path = Path(path)
+    parquet = path.suffix == ".parquet"
+    schema = DTYPES.get(kind or (path.stem + ".csv" if parquet else path.name))
+    if schema is None:
+        raise ValueError(f"{path}: not a simsched run output; known: {', '.join(DTYPES)}")
+    text_columns = [c for c, t in schema.items() if t == _STR]
+    if not path.is_file():
+        raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; "
+                         "a run folder written by python -m simsched ... --out DIR holds it")
+    if parquet:
+        return _read_parquet(path, kind or path.stem + ".csv", schema)
+    try:
+        frame = pd.read_csv(path, dtype={c: (str if t == _STR else t) for c, t in schema.items()
+                                         if t != _FLOAT},  # floats: let NaN through
+                            keep_default_na=False, na_values={c: [""] for c, t in schema.items() if t == _FLOAT},
+                            encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: empty file, not a simsched {kind or path.name} table; rerun the scenario "
+                         "with --out to write it again") from None
+    except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError) as exc:
+        raise InputError(f"{path}: not a simsched {kind or path.name} table ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in schema if c not in frame.columns]
+    if len(missing) == len(schema):
+        raise InputError(f"{path}: none of the columns of a simsched {kind or path.name} table "
+                         f"({', '.join(list(schema)[:4])}, ...); another tool wrote it")
+    for column in frame.columns:
+        if column in text_columns:
+            frame[column] = frame[column].astype("string")
+        elif schema.get(column) == _FLOAT:
+            frame[column] = frame[column].astype("float64")
+    return frame
+
+
+#: file formats of a run's tables (``--format``): CSV (default) or Parquet (the ``parquet`` extra, pyarrow)
+FORMATS = ("csv", "parquet")
+#: the tables of a run's output folder, each ``NAME.csv`` or ``NAME.parquet``
+RUN_TABLES = ("jobs", "events", "nodes", "spells", "timeline")
+PARQUET_HINT = install_hint("parquet")
+
+
+def require_format(fmt: str, where: str = "--format") -> str:
+    """``fmt`` checked (one of :data:`FORMATS`), and pyarrow importable when it is ``parquet``:
+    one :class:`InputError` line otherwise, before any work starts."""
+    if fmt not in FORMATS:
+        raise InputError(f"{where} {fmt!r}: not a table format; valid: {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise InputError(f"{where} parquet needs pyarrow, which is not installed: {PARQUET_HINT}") from None
+    return fmt
+
+
+def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str | None = None) -> Path:
+    """Write ``frame`` atomically as CSV or Parquet (by ``fmt``, else by ``path``'s suffix); the
+    Parquet file keeps the values as they are (no spreadsheet quoting: spreadsheets open CSV)."""
+    path = Path(path)
+    fmt = fmt or ("parquet" if path.suffix == ".parquet" else "csv")
+    if fmt == "parquet":
+        require_format(fmt)
+        return atomic.write_with(path, lambda tmp: frame.to_parquet(tmp, engine="pyarrow", index=False,
+                                                                    compression="zstd"))
+    return atomic.write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def table_path(folder: str | Path, name: str) -> Path:
+    """The file of table ``name`` (``jobs``, ``events`` ...) in a run's folder: ``name.csv`` or
+    ``name.parquet``, whichever is there (a run writes one and removes the other; if both
+    are there, the newer one)."""
+    folder = Path(folder)
+    found = [path for path in (folder / f"{name}.csv", folder / f"{name}.parquet") if path.is_file()]
+    if not found:
+        return folder / f"{name}.csv"  # read_table names it as missing
+    return max(found, key=lambda path: path.stat().st_mtime_ns)
+
+
+def read_run_tables(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """Every table of a run's output folder (CSV or Parquet), with the documented types."""
+    return {name: read_table(table_path(folder, name), f"{name}.csv") for name in RUN_TABLES}
+
+
+def _read_parquet(path: Path, kind: str, schema: dict[str, str]) -> pd.DataFrame:
+    """A Parquet table simsched wrote, with the same column types as :func:`read_table` gives a CSV."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"{path}: reading Parquet needs pyarrow, which is not installed: {PARQUET_HINT}") from None
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise InputError(f"{path}: not a simsched {kind} table ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:120]})") from None
+    if not any(c in frame.columns for c in schema):
+        raise InputError(f"{path}: none of the columns of a simsched {kind} table "
+                         f"({', '.join(list(schema)[:4])}, ...); another tool wrote it")
+    for column in frame.columns:
+        kind_of = schema.get(column)
+        if kind_of == _STR:
+            frame[column] = frame[column].astype("string").fillna("")
+        elif kind_of is not None:
+            frame[column] = frame[column].astype(kind_of)
+    return frame
+
+
+def nodes_frame(node_cluster: Sequence[int], node_type: Sequence[str], node_capacity: Sequence[int],
+                cluster_names: Sequence[str]) -> pd.DataFrame:
+    """One row per node, in node-id order."""
+    return pd.DataFrame({
+        "node": np.arange(len(node_type), dtype=np.int64),
+        "cluster": [cluster_names[c] for c in node_cluster],
+        "gpu_type": list(node_type),
+        "capacity_milli": np.asarray(node_capacity, dtype=np.int64),
+    }, columns=list(NODE_COLUMNS))
+
+
+def spells_frame(events: pd.DataFrame, nodes: pd.DataFrame, share_of: Callable[[str, str, str], int]) -> pd.DataFrame:
+    """One row per run spell, in start order, from the event log.
+
+    The k-th ``start`` of a job pairs with its k-th ``finish`` or ``preempt``;
+    a spell still open (a partial run) has ``end`` NaN and ``end_event`` "".
+    ``share_of(job_id, cluster, gpu_type)`` is the milli-GPUs per worker the
+    job holds there (the engine's placement option).
+    """
+    node_cluster = nodes["cluster"].tolist()
+    node_type = nodes["gpu_type"].tolist()
+    starts: list[tuple] = []  # (job_id, spell, start, cluster, gpu_type, nodes, workers, share)
+    ends: list[float] = []
+    end_events: list[str] = []
+    open_spell: dict[str, int] = {}  # job_id -> row of its running spell
+    spell_count: dict[str, int] = {}
+    for time, kind, job_id, detail in zip(events["time"].tolist(), events["event"].tolist(),
+                                          events["job_id"].tolist(), events["detail"].tolist()):
+        if kind == "start":
+            detail = str(detail)
+            first = int(detail.split(" ", 1)[0])
+            cluster, gpu_type = node_cluster[first], node_type[first]
+            open_spell[job_id] = len(starts)
+            spell = spell_count.get(job_id, 0)
+            spell_count[job_id] = spell + 1
+            starts.append((job_id, spell, time, cluster, gpu_type, detail, detail.count(" ") + 1,
+                           share_of(job_id, cluster, gpu_type)))
+            ends.append(math.nan)
+            end_events.append("")
+        elif kind == "finish" or kind == "preempt":
+            row = open_spell.pop(job_id)
+            ends[row] = time
+            end_events[row] = kind
+    columns = dict(zip(("job_id", "spell", "start", "cluster", "gpu_type", "nodes", "workers", "share"),
+                       zip(*starts))) if starts else {}
+    columns["end"] = ends
+    columns["end_event"] = end_events
+    spells = pd.DataFrame({c: list(columns.get(c, ())) for c in SPELL_COLUMNS}, columns=list(SPELL_COLUMNS))
+    for column in ("spell", "workers", "share"):
+        spells[column] = spells[column].astype(np.int64)
+    spells["start"] = spells["start"].astype(float)
+    spells["end"] = spells["end"].astype(float)
+    return spells[list(SPELL_COLUMNS)].reset_index(drop=True)
+
+
+def spells_from_log(log: EventLog, nodes: pd.DataFrame,
+                    shares: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`spells_frame` of ``log.frame()``, built from the log's columns without a Python
+    object per event (a million-job run); also each spell's job index.
+
+    ``shares(job_indices, first_nodes)`` gives the milli-GPUs per worker of each spell (of the
+    job on the GPU type and cluster of its first node).
+    """
+    columns = log.columns(copy=False)
+    kind, job, time, node_at, flat = (columns[c] for c in ("kind", "job", "time", "node_at", "nodes"))
+    if not (kind == START).any():  # no spell: the table way gives the empty table's dtypes
+        del columns, kind, job, time, node_at, flat
+        return spells_frame(log.frame(), nodes, lambda job_id, c, t: 0), np.zeros(0, np.int64)
+    # start, finish and preempt events grouped by job, in log order within a job: each start
+    # is followed by the event that ended it, unless it is still open (a partial run)
+    spell_events = np.flatnonzero((kind == START) | (kind == FINISH) | (kind == PREEMPT))
+    order = spell_events[np.argsort(job[spell_events], kind="stable")]
+    starts_at = np.flatnonzero(kind[order] == START)
+    after = starts_at + 1
+    closed = after < len(order)
+    closed[closed] = (job[order[after[closed]]] == job[order[starts_at[closed]]]) & \
+        (kind[order[after[closed]]] != START)
+    spell_jobs_by_job = job[order[starts_at]]
+    first_of_job = np.r_[True, spell_jobs_by_job[1:] != spell_jobs_by_job[:-1]]
+    rank = np.arange(len(starts_at))
+    spell_number = rank - np.maximum.accumulate(np.where(first_of_job, rank, 0))
+    start_event = order[starts_at]
+    end_event = np.full(len(starts_at), -1, np.int64)
+    end_event[closed] = order[after[closed]]
+    by_start = np.argsort(start_event, kind="stable")  # spells in start order
+    start_event, end_event, spell_number = start_event[by_start], end_event[by_start], spell_number[by_start]
+    spell_jobs = job[start_event]
+    first_node = flat[node_at[start_event]]
+    workers = node_at[start_event + 1] - node_at[start_event]
+    node_cluster = nodes["cluster"].to_numpy(object)
+    node_type = nodes["gpu_type"].to_numpy(object)
+    node_names = np.array([str(n) for n in range(len(node_cluster))], dtype=object)
+    node_lists = node_names[first_node]  # one worker: the node's id
+    for s in np.flatnonzero(workers > 1).tolist():
+        at = node_at[start_event[s]]
+        node_lists[s] = " ".join(map(str, flat[at:at + workers[s]].tolist()))
+    cluster, gpu_type = node_cluster[first_node], node_type[first_node]
+    share = np.asarray(shares(spell_jobs, first_node), dtype=np.int64)
+    closed = end_event >= 0
+    end = np.full(len(start_event), math.nan)
+    end[closed] = time[end_event[closed]]
+    end_kind = np.full(len(start_event), "", dtype=object)
+    end_kind[closed] = np.array(KINDS, dtype=object)[kind[end_event[closed]]]
+    ids = np.array(log.job_ids, dtype=object)
+    spells = pd.DataFrame({
+        "job_id": ids[spell_jobs], "spell": spell_number.astype(np.int64), "start": time[start_event],
+        "end": end, "end_event": end_kind, "cluster": cluster, "gpu_type": gpu_type, "nodes": node_lists,
+        "workers": workers.astype(np.int64), "share": share,
+    }, columns=list(SPELL_COLUMNS), copy=False)  # fresh arrays: no copy
+    return spells, spell_jobs
+
+
+def job_spell_columns_by_index(n_jobs: int, spells: pd.DataFrame, spell_jobs: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """:func:`job_spell_columns` for jobs 0..n-1 when each spell's job index is known."""
+    runs = np.bincount(spell_jobs, minlength=n_jobs).astype(np.int64)
+    nodes = np.full(n_jobs, "", dtype=object)
+    spell_nodes = spells["nodes"].to_numpy(object)
+    single = runs[spell_jobs] == 1
+    nodes[spell_jobs[single]] = spell_nodes[single]
+    for s in np.flatnonzero(~single).tolist():  # start order: spells join in order
+        j = spell_jobs[s]
+        nodes[j] = spell_nodes[s] if nodes[j] == "" else nodes[j] + SPELL_SEPARATOR + spell_nodes[s]
+    return nodes.tolist(), runs
+
+
+def job_spell_columns(job_ids: Sequence[str], spells: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """jobs.csv's ``nodes`` (spells joined by ``|``) and ``runs`` per job, in ``job_ids`` order."""
+    joined: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for job_id, nodes in zip(spells["job_id"].tolist(), spells["nodes"].tolist()):  # start order
+        before = joined.get(job_id)
+        joined[job_id] = nodes if before is None else before + SPELL_SEPARATOR + nodes
+        counts[job_id] = counts.get(job_id, 0) + 1
+    return [joined.get(j, "") for j in job_ids], np.fromiter((counts.get(j, 0) for j in job_ids), np.int64,
+                                                             count=len(job_ids))
+
+
+def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.DataFrame:
+    """The state after every change, as rows (time, cluster, gpu_type, busy_milli, running, queued).
+
+    Rows with ``cluster == gpu_type == "*"`` (:data:`ALL`) hold fleet totals and
+    are written at every time anything changes; rows of one (cluster, GPU type)
+    at every time its busy milli-GPUs or running count changes. ``queued`` is
+    the fleet's one queue on every row. Each row's values hold until the next
+    row of the same (cluster, gpu_type). Same-time events are netted: a job
+    that arrives and is started in the same decision leaves the queue length
+    unchanged at that time.
+
+    ``events`` is the events table or the engine's :class:`EventLog`. (cluster,
+    GPU type) pairs are grouped as integer codes in sorted order, not as text
+    (``tests/test_jobstore.py`` keeps a reference that does the same by text).
+    """
+    if isinstance(events, EventLog):
+        columns = events.columns(copy=False)
+        codes, times = columns["kind"], columns["time"]
+        queue_delta = np.select([codes == KINDS.index("arrive"), codes == PREEMPT, codes == START,
+                                 codes == KINDS.index("unscheduled")], [1, 1, -1, -1], 0).astype(np.int64)
+    else:
+        kinds = events["event"].to_numpy()
+        queue_delta = np.select([kinds == "arrive", kinds == "preempt", kinds == "start", kinds == "unscheduled"],
+                                [1, 1, -1, -1], 0).astype(np.int64)
+        times = events["time"].to_numpy(float)
+    keep = queue_delta != 0
+    queue_time, queue_change = times[keep], queue_delta[keep]
+    del times, queue_delta, keep
+
+    cluster_code, cluster_names = pd.factorize(spells["cluster"].to_numpy(object), sort=True)
+    type_code, type_names = pd.factorize(spells["gpu_type"].to_numpy(object), sort=True)
+    n_types = max(len(type_names), 1)
+    group = cluster_code.astype(np.int64) * n_types + type_code  # sorted like (cluster, gpu_type)
+    busy = (spells["share"] * spells["workers"]).to_numpy(np.int64)
+    ends = spells["end"].to_numpy(float)
+    closed = ~np.isnan(ends)
+    delta_time = np.concatenate([spells["start"].to_numpy(float), ends[closed]])
+    delta_group = np.concatenate([group, group[closed]])
+    delta_busy = np.concatenate([busy, -busy[closed]])
+    delta_running = np.concatenate([np.ones(len(busy), np.int64), -np.ones(int(closed.sum()), np.int64)])
+    del group, busy, ends, closed
+
+    # fleet-wide: net change per time, times where something changed, then running sums
+    n_spell_deltas = len(delta_time)
+    order = np.argsort(np.concatenate([delta_time, queue_time]), kind="stable")
+    fleet_time, fleet = _net_changes(
+        np.concatenate([delta_time, queue_time])[order], None,
+        [np.concatenate([delta_busy, np.zeros(len(queue_time), np.int64)])[order],
+         np.concatenate([delta_running, np.zeros(len(queue_time), np.int64)])[order],
+         np.concatenate([np.zeros(n_spell_deltas, np.int64), queue_change])[order]])
+    del order
+    fleet = [np.cumsum(values) for values in fleet]
+
+    order = np.lexsort((delta_time, delta_group))  # by (group, time)
+    group_time, per_group = _net_changes(delta_time[order], delta_group[order],
+                                         [delta_busy[order], delta_running[order]])
+    group_of_row = per_group.pop()
+    del order, delta_time, delta_group, delta_busy, delta_running
+    # running sums inside each group
+    new_group = np.r_[True, group_of_row[1:] != group_of_row[:-1]] if len(group_of_row) else np.zeros(0, bool)
+    first_row = np.maximum.accumulate(np.where(new_group, np.arange(len(group_of_row)), 0))
+    for k, values in enumerate(per_group):
+        total = np.cumsum(values)
+        per_group[k] = total - (total[first_row] - values[first_row])
+    # the queue length in force at each group row's time (fleet rows exist at every change time)
+    position = np.searchsorted(fleet_time, group_time, side="right") - 1
+    queued = fleet[2]
+    group_queue = (np.where(position >= 0, queued[np.maximum(position, 0)], 0) if len(queued)
+                   else np.zeros(len(group_time), np.int64))
+
+    time = np.concatenate([fleet_time, group_time])
+    row_group = np.concatenate([np.full(len(fleet_time), -1, np.int64), group_of_row])
+    order = np.lexsort((row_group, time))  # by time; fleet rows (-1) before every (cluster, gpu_type)
+    row_group = row_group[order]
+    in_group = row_group >= 0
+    cluster = np.full(len(order), ALL, dtype=object)
+    gpu_type = np.full(len(order), ALL, dtype=object)
+    cluster[in_group] = np.asarray(cluster_names, dtype=object)[row_group[in_group] // n_types]
+    gpu_type[in_group] = np.asarray(type_names, dtype=object)[row_group[in_group] % n_types]
+    del row_group, in_group
+    table = {"time": time[order], "cluster": cluster, "gpu_type": gpu_type}
+    del time
+    for column, fleet_values, group_values in (("busy_milli", fleet[0], per_group[0]),
+                                               ("running", fleet[1], per_group[1]),
+                                               ("queued", queued, group_queue)):
+        table[column] = np.concatenate([fleet_values, group_values])[order]
+    del fleet, per_group, queued, group_queue
+    # every column is a fresh array: no copy (a million-job timeline has millions of rows)
+    return pd.DataFrame(table, columns=list(TIMELINE_COLUMNS), copy=False)
+
+
+def _net_changes(time: np.ndarray, group: np.ndarray | None,
+                 values: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sum ``values`` over runs of equal (group, time) in sorted rows and keep the runs where any
+    sum is not 0: their times and sums (and, with ``group``, each kept run's group last)."""
+    if not len(time):
+        return time, [np.zeros(0, np.int64) for _ in values] + ([np.zeros(0, np.int64)] if group is not None else [])
+    change = time[1:] != time[:-1]
+    if group is not None:
+        change |= group[1:] != group[:-1]
+    starts = np.flatnonzero(np.r_[True, change])
+    sums = [np.add.reduceat(v, starts) for v in values]
+    kept = np.zeros(len(starts), bool)
+    for v in sums:
+        kept |= v != 0
+    out = [v[kept] for v in sums]
+    if group is not None:
+        out.append(group[starts][kept])
+    return time[starts][kept], out

@@ -1,0 +1,707 @@
+"""``python -m simsched compare``: several schedulers over several seeds and instances (SPEC §7).
+
+A *case* is one (instance, seed). The instances are the scenario file itself
+plus every file listed in its ``[compare] instances``; each instance runs with
+seeds ``seed .. seed+N-1`` of its own ``seed``. Every scheduler runs on every
+case with the instance's placement, backfill, allocation, heterogeneity,
+``interval_s`` and ``restart_penalty_s``; only ``policy`` changes. A
+scheduler gets the instance's other ``[scheduler]`` options only when it is
+the instance's own policy, and ``[compare.options."NAME"]`` otherwise.
+
+Optional table in the scenario::
+
+    [compare]
+    schedulers = ["fifo", "sjf", "my_policy.py:MyPolicy"]   # default for --schedulers
+    seeds = 3                                               # default for --seeds
+    instances = ["other_instance.toml"]                     # relative to this file
+    rank_by = "avg_jct"                                     # metric for the ranks
+    [compare.options.las]
+    las_thresholds = [600.0, 6000.0]
+
+Runs go to local processes (:class:`simsched.runs.parallel.TaskRunner`); each task carries only
+the scenario path and overrides, and results are put back in task order, so
+a parallel run equals a serial one. :func:`run_compare` returns data frames;
+their rendering (compare.md, the console's tables) is the report layer,
+:mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
+
+Interruptions (SPEC §8): an interrupted simulation never becomes a row (its
+task raises instead). With an output folder, every finished run is appended
+to ``compare_runs.partial.jsonl`` as it finishes; an interrupt leaves
+``compare_runs.csv`` with the finished runs, no ranked tables, and a
+``PARTIAL`` marker; ``--resume`` reuses the journal's runs (if the scenario
+files and settings are unchanged) and runs only the rest, to the same result
+as an uninterrupted comparison.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simsched.config import keys as scenario_keys
+from simsched.config.catalog import build_scheduler, policy_names
+from simsched.config.keys import DeclaredParams
+from simsched.config.overrides import apply_overrides
+from simsched.config.resolve import scenario_path as resolve_scenario
+from simsched.config.scenario import Scenario, load_scenario, read_toml
+from simsched.core import atomic, interrupts
+from simsched.core.errors import InputError, SimschedError, did_you_mean
+from simsched.core.interrupts import Interrupted, worker_setup
+from simsched.core.metrics import (
+    FAIRNESS_METRICS,
+    METRIC_ALIASES,
+    RANKABLE,
+    STARVATION_METRICS,
+    SUMMARY_METRICS,
+    TENANT_WAIT,
+    flat_metrics,
+)
+from simsched.core.outputs import write_frame
+from simsched.core.seeding import stream
+from simsched.policies import resolve_policy_ref
+from simsched.runs import display, ranking
+from simsched.runs.parallel import TaskRunner
+from simsched.runs.shipping import Shipment, files_of, localize
+from simsched.runs.single import simulation
+
+#: every §7 summary metric the comparison reports: key, label, higher is better
+METRICS: tuple[tuple[str, str, bool], ...] = tuple((key, label, higher) for key, label, higher, _ in SUMMARY_METRICS)
+METRIC_KEYS = tuple(key for key, _, _ in METRICS)
+#: who waits and fairness between tenants: the second table (rows only for what the runs have)
+EXTRA_METRICS: tuple[tuple[str, str, bool], ...] = tuple(
+    (key, label, higher) for key, label, higher, _ in STARVATION_METRICS + FAIRNESS_METRICS)
+#: a run with more tenants than this (e.g. PAI's users as tenants) shows no per-tenant rows
+MAX_TENANT_ROWS = 30
+DEFAULT_SCHEDULERS = scenario_keys.DEFAULT_SCHEDULERS
+
+
+@dataclass(frozen=True, slots=True)
+class CompareSpec:
+    """What to compare, after CLI flags and the ``[compare]`` table are merged and checked."""
+
+    scenario: Path
+    instances: tuple[Path, ...]
+    schedulers: tuple[str, ...]
+    seeds: int
+    rank_by: str = "avg_jct"
+    jobs: int | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes_per_type: int | None = None  # --nodes-per-type (alias --gpus-limit), as for a single run
+    scheduler_keys: dict[str, Any] = field(default_factory=dict)  # --placement etc.: every scheduler, last
+    settings: dict[str, Any] = field(default_factory=dict)  # --set dotted keys: every instance and scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class RunTask:
+    """One simulation: everything a worker process needs, as plain picklable data."""
+
+    instance: Path
+    instance_name: str
+    seed: int
+    scheduler: str
+    options: dict[str, Any]  # [scheduler] keys to replace (policy first), see _options_for
+    jobs: int | None
+    keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
+    nodes_per_type: int | None = None
+    settings: tuple[tuple[str, Any], ...] = ()  # --set dotted keys, applied last
+    #: on Ray: the scenario prepared on the driver (the worker need not read its files; simsched.runs.shipping)
+    resolved: Any = None
+
+
+@dataclass
+class CompareResult:
+    """Per-run metrics, the mean/std table and the ranks."""
+
+    spec: CompareSpec
+    runs: pd.DataFrame  # one row per (instance, seed, scheduler): metrics + rank
+    table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
+    ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
+    jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
+    warnings: list[str] = field(default_factory=list)  # the runs' warnings, each once (printed before the tables)
+    failed: list[dict[str, Any]] = field(default_factory=list)  # --keep-going: runs whose policy failed
+
+    def write(self, out_dir: str | Path, format: str = "csv") -> list[Path]:
+        """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically);
+        with per-job tables (``--keep-jobs``) jobs/NNN.csv, or jobs/NNN.parquet for ``format="parquet"``."""
+        out = Path(out_dir)
+        paths = [out / "compare.csv", out / "compare_runs.csv", out / "compare.md"]
+        with interrupts.deferred():
+            out.mkdir(parents=True, exist_ok=True)
+            atomic.mark_partial(out, "writing: the files here may be from an earlier comparison")
+            atomic.write_with(paths[0], lambda tmp: self.table.to_csv(tmp, index=False))
+            atomic.write_with(paths[1], lambda tmp: self.runs.to_csv(tmp, index=False))
+            if self.failed:  # --keep-going: the runs whose policy failed, with the error's one line
+                paths.append(out / "compare_failed.csv")
+                atomic.write_with(paths[-1], lambda tmp: pd.DataFrame(self.failed).to_csv(tmp, index=False))
+            else:
+                (out / "compare_failed.csv").unlink(missing_ok=True)
+            atomic.write_text(paths[2], display.render("compare", "markdown", self))  # simsched.present.compare_tables
+            if self.jobs is not None:
+                paths.append(self._write_jobs(out / "jobs", format))
+            atomic.clear_partial(out)
+            journal_path(out).unlink(missing_ok=True)
+        return paths
+
+    def _write_jobs(self, folder: Path, format: str = "csv") -> Path:
+        """jobs/NNN.csv (or .parquet) per run (jobs.csv columns) and jobs/index.csv naming each file's
+        instance, seed and scheduler (file names are run numbers: scheduler names may hold characters
+        paths cannot)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        width = len(str(len(self.jobs)))
+        files = []
+        for number, table in enumerate(self.jobs):
+            name = f"{number:0{width}d}.{format}"
+            write_frame(table, folder / name, format)
+            files.append(name)
+        index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
+        atomic.write_with(folder / "index.csv", lambda tmp: index.to_csv(tmp, index=False))
+        return folder / "index.csv"
+
+
+class CompareInterrupted(Interrupted):
+    """A comparison stopped by SIGINT/SIGTERM; ``rows`` are the runs that finished (task order)."""
+
+    def __init__(self, signum: int, rows: list[dict[str, Any]], total: int) -> None:
+        super().__init__(signum)
+        self.rows = rows
+        self.total = total
+
+
+class WorkerDied(InputError):
+    """A worker process died under a run (a policy that called ``os._exit``, crashed the
+    interpreter, or was killed): the run is named, the finished runs are kept (``rows``)."""
+
+    def __init__(self, message: str, rows: list[dict[str, Any]], total: int) -> None:
+        super().__init__(message)
+        self.rows = rows
+        self.total = total
+
+
+JOURNAL = "compare_runs.partial.jsonl"
+#: the files a compare writes into its --out folder (with jobs/ and plots/)
+COMPARE_FILES = ("compare.csv", "compare_runs.csv", "compare.md", "compare_failed.csv", JOURNAL, "PARTIAL",
+                 "report.html")
+
+
+def journal_path(out_dir: str | Path) -> Path:
+    return Path(out_dir) / JOURNAL
+
+
+def _fingerprint(spec: CompareSpec) -> str:
+    """What the runs depend on: scenario files' bytes and every setting but ``rank_by``."""
+    data = {"instances": [[str(p.resolve()), hashlib.sha256(p.read_bytes()).hexdigest()] for p in spec.instances],
+            "schedulers": list(spec.schedulers), "seeds": spec.seeds, "jobs": spec.jobs, "options": spec.options}
+    if spec.nodes_per_type is not None or spec.scheduler_keys:  # absent before these flags: old journals resume
+        data.update(nodes_per_type=spec.nodes_per_type, scheduler_keys=spec.scheduler_keys)
+    if spec.settings:
+        data.update(settings=spec.settings)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _task_key(task: RunTask) -> list:
+    return [task.instance_name, task.seed, task.scheduler]
+
+
+class _Journal:
+    """Finished runs, one JSON line each, appended as they finish (thread-safe: pool callbacks)."""
+
+    def __init__(self, path: Path, spec: CompareSpec, tasks: list[RunTask], resume: bool) -> None:
+        self.path = path
+        self.tasks = tasks
+        self.lock = threading.Lock()
+        self.rows: dict[int, dict[str, Any]] = {}
+        fingerprint = _fingerprint(spec)
+        if resume and path.is_file():
+            self._read(fingerprint)
+        elif resume:
+            raise InputError(f"compare --resume: no journal {path} to resume from (run without --resume)")
+        lines = [json.dumps({"format": "simsched-compare-journal", "fingerprint": fingerprint})]
+        lines += [json.dumps({"index": i, "task": _task_key(tasks[i]), "row": row}) for i, row in self.rows.items()]
+        atomic.write_text(path, "\n".join(lines) + "\n")
+
+    def _read(self, fingerprint: str) -> None:
+        if not self.path.is_file():
+            raise InputError(f"{self.path}: not a regular file; delete it to start over")
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            header = json.loads(lines[0]) if lines else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{self.path}: not a readable compare journal ({exc}); delete it to start over") from None
+        if not isinstance(header, dict) or header.get("format") != "simsched-compare-journal":
+            raise InputError(f"{self.path}: not a compare journal; delete it to start over")
+        if header.get("fingerprint") != fingerprint:
+            raise InputError(f"{self.path}: made by a comparison with other scenario files or settings; "
+                             "use the same ones, or delete it to start over")
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                entry = json.loads(line)
+                index = entry["index"]
+                if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.tasks):
+                    raise ValueError("index out of range")
+                if entry["task"] != _task_key(self.tasks[index]):
+                    raise ValueError("task does not match")
+                row = entry["row"]
+                if not isinstance(row, dict) or not all(
+                        row.get(key) is None or (isinstance(row[key], (int, float)) and not isinstance(row[key], bool))
+                        for key in METRIC_KEYS):  # NaN is a metric over no jobs, as the run itself reports it
+                    raise ValueError("metrics must be numbers or empty")
+                self.rows[index] = dict(row)
+            except (ValueError, KeyError, IndexError, TypeError):
+                if number == len(lines):  # a last line cut off by a hard kill: that run is simply redone
+                    continue
+                raise InputError(f"{self.path}:{number}: damaged journal line; delete the file to start over") from None
+
+    def add(self, index: int, row: dict[str, Any]) -> None:
+        with self.lock:
+            self.rows[index] = row
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"index": index, "task": _task_key(self.tasks[index]), "row": row}) + "\n")
+                fh.flush()
+
+
+def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
+                 seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None,
+                 nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None,
+                 settings: dict[str, Any] | None = None) -> CompareSpec:
+    """Merge flags with the scenario's ``[compare]`` table; check names and files up front.
+    ``scenario_path``: a TOML file or a shipped example's name (:mod:`simsched.config.resolve`)."""
+    path = resolve_scenario(scenario_path)
+    load_scenario(path)  # the scenario itself must be valid
+    table = DeclaredParams(read_toml(path).get("compare", {}), "compare", path)  # keys: simsched.config.keys
+    own_schedulers = table.get_list("schedulers", str, list(DEFAULT_SCHEDULERS))
+    own_seeds = table.get("seeds", int, 1, min_value=1)
+    base = path.resolve().parent
+    instances = [path] + [Path(p) if Path(p).is_absolute() else base / p
+                          for p in table.get_list("instances", str, [])]
+    own_rank_by = table.get("rank_by", str, "avg_jct", choices=RANKABLE + tuple(METRIC_ALIASES))
+    options = table.sub("options").rest()
+    for name, value in options.items():
+        if not isinstance(value, dict):
+            raise table.error(f"options.{name}", f"must be a table of [scheduler] options, got {value!r}")
+    table.finish()
+    for instance in instances[1:]:
+        load_scenario(instance)
+    for key, value in (scheduler_keys or {}).items():  # a bad flag value names the flag
+        load_scenario(path).with_scheduler_keys({key: value}, f"--{key}")
+    for instance in instances:  # a bad --set key or value fails before any run
+        _with_settings(load_scenario(instance), dict(settings or {}))
+    chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
+    if not chosen:
+        raise InputError(f"{path}: compare: no schedulers to compare")
+    if len(set(chosen)) != len(chosen):
+        raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
+    resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
+    _check_names(resolved, path, options)
+    rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'
+    spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
+                       METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
+                       dict(scheduler_keys or {}), dict(settings or {}))
+    if spec.rank_by not in RANKABLE:
+        raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
+    _check_builds(spec)
+    return spec
+
+
+def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, Any]]) -> None:
+    valid = policy_names()
+    for name in names:
+        if ":" not in name and name not in valid and "policy" not in options.get(name, {}):
+            raise InputError(f"{path}: compare: unknown scheduler {name!r}{did_you_mean(name, valid)}; "
+                             f"valid: {', '.join(valid)}, "
+                             "'my_policy.py:MyPolicy', or a label with a [compare.options.LABEL] table "
+                             "that sets policy")
+
+
+def _check_builds(spec: CompareSpec) -> None:
+    """Build every scheduler once on every instance so a bad option or policy file fails before any run."""
+    for instance in spec.instances:
+        scenario = load_scenario(instance)
+        for name in spec.schedulers:
+            variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
+            build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
+                            rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
+
+
+def _source(path: Path, name: str) -> str:
+    return f"{path} [compare.options.{name}]"
+
+
+def _options_for(spec: CompareSpec, scenario: Scenario, name: str) -> dict[str, Any]:
+    """The ``[scheduler]`` keys scheduler ``name`` runs with: ``policy`` (the name itself
+    unless its options table sets one), then its ``[compare.options.NAME]`` keys, which may
+    be any ``[scheduler]`` key (placement, backfill, allocation, heterogeneous, ...). The
+    instance's common keys always apply; its policy options only when the policy is its own."""
+    table = dict(spec.options.get(name, {}))
+    policy = table.pop("policy", name)
+    if isinstance(policy, str):
+        policy = resolve_policy_ref(policy, spec.scenario)
+    return {"policy": policy, **table, **spec.scheduler_keys}
+
+
+def _with_settings(scenario: Scenario, settings: dict[str, Any]) -> Scenario:
+    """``--set`` keys on one instance (validated like an experiment's overrides)."""
+    if not settings:
+        return scenario
+    from dataclasses import replace
+
+
+    scenario = apply_overrides(scenario, settings, "--set")
+    return replace(scenario, overrides={**scenario.overrides, **settings})
+
+
+def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> Scenario:
+    return scenario.with_scheduler_keys(changes, _source(scenario.path, name))
+
+
+def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
+    """Every run, in the fixed order results are reported in: instance, seed, scheduler."""
+    tasks = []
+    for instance in spec.instances:
+        scenario = load_scenario(instance)
+        label = scenario.name if len(spec.instances) == 1 else f"{scenario.name}({instance.name})"
+        for seed in range(scenario.seed, scenario.seed + spec.seeds):
+            for name in spec.schedulers:
+                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
+                                     keep_jobs, spec.nodes_per_type, tuple(spec.settings.items())))
+    return tasks
+
+
+class DecideTimeout(InputError):
+    """A decide() call ran longer than ``--decide-timeout`` seconds."""
+
+
+def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None,
+                     shipped: Any = None) -> dict[str, Any]:
+    """:func:`run_task` with the grading guards: a decide() longer than ``decide_timeout`` seconds is
+    stopped (SIGALRM in the process that runs it), and with ``keep_going`` a run whose policy fails
+    comes back as ``{..., "_failed": one line}`` instead of stopping the comparison."""
+    try:
+        return run_task(task, decide_timeout, shipped)
+    except SimschedError as exc:
+        if not keep_going:
+            raise
+        return {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler,
+                "_failed": " ".join(str(exc).split())}
+
+
+class _TimedDecide:
+    """Wraps a scheduler: each decide() gets ``seconds`` of wall time (a SIGALRM timer; main thread of
+    the process that runs it, as compare's workers and a serial compare are). A user policy's wrapper
+    turns the DecideTimeout into a one-line PolicyError naming the line it was stopped at."""
+
+    def __init__(self, inner: Any, seconds: float) -> None:
+        self.inner = inner
+        self.seconds = seconds
+
+    def decide(self, view: Any) -> Any:
+        import signal
+
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            return self.inner.decide(view)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _alarm(signum, frame) -> None:
+    raise DecideTimeout("decide() ran past --decide-timeout")
+
+
+def prepared(task: RunTask) -> Any:
+    """The task's scenario: loaded by path, its scheduler and the overrides applied."""
+    scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
+    if task.nodes_per_type is not None:
+        scenario = scenario.with_overrides(nodes_per_type=task.nodes_per_type)
+    return _with_settings(scenario, dict(task.settings))
+
+
+def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = None) -> dict[str, Any]:
+    """Run one task (in a worker process): load the scenario by path (or take the one the driver
+    prepared, with the files ``shipped`` along on Ray), override, simulate."""
+    scenario = prepared(task) if task.resolved is None else localize(task.resolved, shipped)
+    ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
+    if decide_timeout is not None:
+        ready.engine.scheduler = _TimedDecide(ready.engine.scheduler, decide_timeout)
+    result = ready.run()
+    if result.partial:  # interrupted (in this process): never a row of the table
+        raise Interrupted(interrupts.received() or 2)
+    summary = result.summary
+    row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
+    row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
+    flat = flat_metrics(summary)
+    if len(summary.get("tenants") or ()) > MAX_TENANT_ROWS:  # e.g. PAI's users: no table holds them all
+        flat = {key: value for key, value in flat.items() if not key.startswith(TENANT_WAIT)}
+    row.update({key: math.nan if value is None else value for key, value in flat.items()})
+    # what the run said before it started (unfinished jobs are marked in the tables instead)
+    row["_warnings"] = list(ready.warnings)
+    if task.keep_jobs:
+        row["_jobs"] = result.jobs
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class CompareProgress:
+    """A snapshot for progress displays: runs finished, which are running, a time-left estimate."""
+
+    done: int
+    total: int
+    running: tuple[str, ...]  # "scheduler seed N" of the runs started and not finished
+    elapsed_s: float
+
+    @property
+    def left_s(self) -> float | None:
+        """Elapsed time per finished run x runs left (workers included, since elapsed is wall time);
+        None until a run has finished."""
+        if self.done == 0:
+            return None
+        return self.elapsed_s / self.done * (self.total - self.done)
+
+
+def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str = "local",
+                address: str | None = None,
+                progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False,
+                out: str | Path | None = None, resume: bool = False, keep_going: bool = False,
+                decide_timeout: float | None = None) -> CompareResult:
+    """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
+
+    ``keep_going``: a run whose policy fails (raises, returns a bad decision, or runs one decide()
+    longer than ``decide_timeout`` seconds) becomes a failed row (``CompareResult.failed``) and the
+    rest are ranked; without it the first failure stops the comparison.
+
+    Results come back in task order whatever the executor, so they equal a serial run.
+    ``keep_jobs`` keeps every run's per-job table (``CompareResult.jobs``).
+    With ``out``, finished runs are journalled there as they finish; ``resume``
+    reuses them. An interrupt raises :class:`CompareInterrupted` with the finished rows.
+    """
+    import time
+
+    if resume and keep_jobs:
+        raise InputError("compare: --resume cannot be combined with --keep-jobs (the journal keeps metrics, "
+                         "not per-job tables); resume without --keep-jobs, or start over")
+    tasks = plan(spec, keep_jobs)
+    journal = _Journal(journal_path(out), spec, tasks, resume) if out is not None else None
+    done = dict(journal.rows) if journal else {}
+    todo = [i for i in range(len(tasks)) if i not in done]
+    workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+    started = time.perf_counter()
+    finished: dict[int, dict[str, Any]] = {}
+    completed: set[int] = set(done)
+
+    def running() -> tuple[str, ...]:
+        # the executors start tasks in order, at most `workers` at a time
+        waiting = [tasks[i] for i in todo if i not in completed][:workers]
+        return tuple(f"{t.scheduler} seed {t.seed}" for t in waiting)
+
+    def on_task(position: int) -> None:
+        completed.add(todo[position])
+        progress(CompareProgress(len(completed), len(tasks), running(), time.perf_counter() - started))
+
+    def keep(position: int, row: dict[str, Any]) -> None:
+        finished[todo[position]] = row
+        if journal is not None and "_failed" not in row:  # a failed run is tried again on --resume
+            journal.add(todo[position], {k: v for k, v in row.items() if k != "_jobs"})
+
+    if progress is not None:
+        progress(CompareProgress(len(completed), len(tasks), running(), 0.0))
+    try:
+        try:
+            with TaskRunner(executor, workers, address) as runner:
+                sent, shipped = _for_ray(runner, [tasks[i] for i in todo]) if executor == "ray" \
+                    else ([tasks[i] for i in todo], None)
+                results = runner.map(run_task_guarded, [(task, keep_going, decide_timeout, shipped) for task in sent],
+                                     on_task=on_task if progress else None, on_each=keep)
+        except BrokenProcessPool:
+            results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout)
+    except KeyboardInterrupt as exc:
+        rows = {**done, **finished}
+        kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+        raise CompareInterrupted(getattr(exc, "signum", None) or interrupts.received() or 2,
+                                 kept, len(tasks)) from None
+    merged = {**done, **dict(zip(todo, results))}
+    rows = [merged[i] for i in range(len(tasks))]
+    failed = [{"instance": row["instance"], "seed": row["seed"], "scheduler": row["scheduler"],
+               "error": row["_failed"]} for row in rows if "_failed" in row]
+    rows = [row for row in rows if "_failed" not in row]
+    if failed:
+        if keep_jobs:
+            keep_jobs = all("_jobs" in row for row in rows)
+        ran = list(dict.fromkeys(row["scheduler"] for row in rows))
+        spec = replace(spec, schedulers=tuple(name for name in spec.schedulers if name in ran))
+        if not rows:
+            raise InputError(f"compare: every run failed; the first: {failed[0]['scheduler']} "
+                             f"(seed {failed[0]['seed']}): {failed[0]['error']}")
+    jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
+    said = [row.pop("_warnings", []) for row in rows]
+    result = tabulate(spec, pd.DataFrame(rows))
+    result.jobs = jobs
+    result.warnings = run_warnings([t for t in tasks if any(t.scheduler == n for n in spec.schedulers)]
+                                   if failed else tasks, said)
+    result.failed = failed
+    return result
+
+
+def _for_ray(runner: TaskRunner, tasks: list[RunTask]) -> tuple[list[RunTask], Any]:
+    """Tasks that carry their prepared scenario, and the files those scenarios name put in Ray's
+    object store once, so a worker needs neither the scenario files nor the traces
+    (simsched.runs.shipping). A task whose scenario fails to prepare goes as it is: its worker reports
+    the error, as a local run would (a failed row under --keep-going)."""
+    ready: dict[tuple, Any] = {}
+    sent: list[RunTask] = []
+    files: list[Path] = []
+    for task in tasks:
+        key = (task.instance, task.scheduler, repr(task.options), task.nodes_per_type, task.settings)
+        if key not in ready:
+            try:
+                ready[key] = prepared(task)
+                files += files_of(ready[key])
+            except SimschedError:
+                ready[key] = None
+        sent.append(replace(task, resolved=ready[key]))
+    return sent, (Shipment(files, runner.put).handle if files else None)
+
+
+def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[int, dict[str, Any]],
+                         keep: Callable[[int, dict[str, Any]], None], done: dict[int, dict[str, Any]],
+                         keep_going: bool = False, decide_timeout: float | None = None) -> list:
+    """A worker process died and took the pool with it. Which run killed it is not known (several
+    ran at once), so the runs not yet finished are run again one at a time, each in a fresh
+    one-process pool: a pool that breaks now names its run exactly. Runs that finish are kept as
+    usual; the first run under which a worker dies raises :class:`WorkerDied` naming it."""
+    for position, index in enumerate(todo):
+        if index in finished:
+            continue
+        with ProcessPoolExecutor(max_workers=1, initializer=worker_setup, initargs=(os.getpid(),)) as pool:
+            future = pool.submit(run_task_guarded, tasks[index], keep_going, decide_timeout)
+            try:
+                row = future.result()
+            except BrokenProcessPool:
+                task = tasks[index]
+                message = (f"the worker process running {task.scheduler} on {task.instance} (seed {task.seed}) "
+                           "died without a word (the policy ended its process, e.g. os._exit, or crashed the "
+                           "interpreter)")
+                if keep_going:  # a failed row, like any other failure of the policy
+                    keep(position, {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler,
+                                    "_failed": message})
+                    continue
+                rows = {**done, **finished}
+                kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+                raise WorkerDied(f"compare: the worker process running {task.scheduler} on {task.instance} "
+                                 f"(seed {task.seed}) died without a word (the policy ended its process, e.g. "
+                                 "os._exit, or crashed the interpreter); a policy must return a Decision",
+                                 kept, len(tasks)) from None
+        keep(position, row)
+    return [finished[index] for index in todo]
+
+
+def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> list[str]:
+    """The runs' warnings, each text once, prefixed with the runs that gave it when not all did."""
+    by_text: dict[str, list[RunTask]] = {}
+    for task, texts in zip(tasks, said):
+        for text in texts:
+            by_text.setdefault(text, []).append(task)
+    out = []
+    for text, where in by_text.items():
+        if len(where) == len(tasks):
+            out.append(text)
+        else:
+            names = list(dict.fromkeys(f"{t.scheduler}" for t in where))
+            seeds = sorted({t.seed for t in where})
+            out.append(f"{', '.join(names)} (seed {', '.join(map(str, seeds))}): {text}")
+    return out
+
+
+def warnings_of(result: CompareResult) -> list[str]:
+    """Everything to say before the tables: the runs' warnings and the schedulers that left jobs unfinished."""
+    said = list(result.warnings)
+    marked = unfinished_runs(result)
+    if marked:
+        totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
+        said += [f"{name} left feasible jobs unfinished in {n} of {totals[name]} run(s): it is ranked after every "
+                 "run that finished all its feasible jobs and marked † in the tables" for name, n in marked.items()]
+    return said
+
+
+def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied, command: str) -> Path:
+    """Keep the finished runs of an interrupted or failed comparison: compare_runs.csv and a PARTIAL marker."""
+    out = Path(out_dir)
+    with interrupts.deferred():
+        out.mkdir(parents=True, exist_ok=True)
+        why = "failed" if isinstance(exc, WorkerDied) else "interrupted"
+        atomic.mark_partial(out, f"{why} comparison: {len(exc.rows)} of {exc.total} runs finished; "
+                            f"compare_runs.csv lists them and nothing is ranked; continue with: {command} --resume")
+        for stale in ("compare.csv", "compare.md"):  # an earlier comparison's tables would mislead
+            (out / stale).unlink(missing_ok=True)
+        columns = ["instance", "seed", "scheduler", *METRIC_KEYS]
+        columns += list(dict.fromkeys(k for row in exc.rows for k in row if k not in columns and not k.startswith("_")))
+        atomic.write_with(out / "compare_runs.csv",
+                          lambda tmp: pd.DataFrame(exc.rows, columns=columns).to_csv(tmp, index=False))
+    return out
+
+
+def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
+    """Mean +- sample std (0 for one case) per metric and scheduler; ranks per case on ``rank_by``,
+    runs that left jobs unfinished after every run that finished all its feasible jobs
+    (:mod:`simsched.runs.ranking`). The best mean of a metric is picked among the schedulers that
+    finished every job in every case, when there are any."""
+    order = list(spec.schedulers)
+    runs = runs.copy()
+    runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
+    metrics = list(METRICS) + extra_metrics(runs)
+    higher = dict((key, better) for key, _, better in metrics)
+    runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
+    marked = ranking.incomplete_counts(runs)
+    eligible = [name for name in order if name not in marked] or order
+    records = []
+    grouped = runs.groupby("scheduler", sort=False)
+    for key, label, better in metrics:
+        means = grouped[key].mean()
+        stds = grouped[key].std(ddof=1).fillna(0.0)
+        candidates = means[eligible].dropna()
+        best_value = (candidates.max() if better else candidates.min()) if len(candidates) else math.nan
+        for name in order:
+            records.append({"metric": key, "label": label, "scheduler": name, "mean": float(means[name]),
+                            "std": float(stds[name]), "n": int(grouped[key].count()[name]),
+                            "best": name in eligible and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
+                                                                           abs_tol=1e-12)),
+                            "higher_is_better": better, "unfinished_runs": marked.get(name, 0)})
+    table = pd.DataFrame(records)
+    ranks = runs.pivot(index="scheduler", columns="case", values="rank")
+    cases = list(dict.fromkeys(runs["case"]))
+    ranks = ranks.loc[order, cases]
+    ranks["mean_rank"] = ranks.mean(axis=1)
+    runs = runs.drop(columns="case")
+    return CompareResult(spec, runs, table, ranks)
+
+
+def extra_metrics(runs: pd.DataFrame) -> list[tuple[str, str, bool]]:
+    """The second table's metrics the runs have: the starvation ones; the fairness ones and each
+    tenant's mean wait (``avg_wait@<tenant>``) when a run has tenants."""
+    def has(key: str) -> bool:
+        return key in runs.columns and bool(pd.to_numeric(runs[key], errors="coerce").notna().any())
+
+    chosen = [(key, label, higher) for key, label, higher, _ in STARVATION_METRICS if key in runs.columns]
+    chosen += [(key, label, higher) for key, label, higher, _ in FAIRNESS_METRICS if has(key)]
+    chosen += [(key, f"Avg wait, tenant {key[len(TENANT_WAIT):]} (s)", False)
+               for key in runs.columns if key.startswith(TENANT_WAIT) and has(key)]
+    return chosen
+
+
+def unfinished_runs(result: CompareResult) -> dict[str, int]:
+    """Scheduler -> how many of its runs left feasible jobs unfinished (marked † in the tables)."""
+    return ranking.incomplete_counts(result.runs)

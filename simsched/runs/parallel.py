@@ -1,0 +1,273 @@
+"""Run independent tasks on local processes or on Ray, results in task order.
+
+Used by ``python -m simsched learn`` (GP fitness evaluation). A task is a
+module-level function plus a tuple of small, picklable arguments (paths,
+seeds, JSON text), never big objects. Results come back in the order of the
+tasks whatever order the workers finish in, so a caller that consumes them in
+that order is deterministic regardless of the executor and the worker count.
+
+- ``local`` with ``workers = 1``: plain calls in this process (no subprocess);
+- ``local`` with ``workers > 1``: a :class:`concurrent.futures.ProcessPoolExecutor`
+  kept open across :meth:`TaskRunner.map` calls. Workers ignore SIGINT and
+  die with their parent (``PR_SET_PDEATHSIG`` on Linux); when the parent is
+  interrupted or fails, :meth:`TaskRunner.close` terminates them at once
+  rather than waiting for their tasks;
+- ``ray``: ``ray.init(address=...)`` when an address is given (an existing
+  cluster), or Ray's ``RAY_ADDRESS`` is set; else a new local Ray instance
+  with ``workers`` CPUs (never a cluster that ``ray start`` left running). Ray is the
+  optional extra ``ray`` (``pip install -e '.[ray]'``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from typing import Any
+
+from simsched.core import interrupts
+from simsched.core.errors import InputError
+from simsched.core.extras import install_hint
+from simsched.core.interrupts import worker_setup
+
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+#: tasks :meth:`TaskRunner.imap_unordered` keeps in flight on Ray (at least; 4 per cluster CPU on a
+#: bigger cluster): the driver's memory then depends on the cluster, not on the number of tasks
+RAY_WINDOW = 256
+
+
+class TaskRunner:
+    """``map(fn, tasks)`` over an executor; use as a context manager so workers are shut down."""
+
+    def __init__(self, executor: str = "local", workers: int = 1, address: str | None = None) -> None:
+        if executor not in EXECUTORS:
+            raise InputError(f'"executor" must be one of {", ".join(EXECUTORS)}, got {executor!r}')
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InputError(f'"workers" must be an integer >= 1, got {workers!r}')
+        if address is not None and executor != "ray":
+            raise InputError('"address" is only used with executor "ray"')
+        self.executor = executor
+        self.workers = workers
+        self.address = address
+        self._pool: ProcessPoolExecutor | None = None
+        self._ray: Any = None
+        self._ray_owned = False
+        self.retries = 0  # Ray tasks retried because their node or worker died
+        self.ray_messages: list[str] = []  # what the Ray cluster told the driver (not printed)
+        self._restore_printer: Callable[[], None] | None = None
+        self._status: tuple[float, str] | None = None  # (monotonic time, text) of the last cluster_status
+
+    def __enter__(self) -> TaskRunner:
+        if self.executor == "ray":
+            self._start_ray()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.close(cancel=exc_type is not None)
+
+    def _start_ray(self) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise InputError(f"executor 'ray' needs Ray: {install_hint('ray')}") from None
+        if not ray.is_initialized():
+            # An explicit address wins, then Ray's own RAY_ADDRESS; otherwise a new Ray of our own
+            # ("local"), even when `ray start` left a cluster on this machine: a bare ray.init()
+            # would join that one, and refuse num_cpus.
+            address = self.address or os.environ.get("RAY_ADDRESS") or None
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+                else:
+                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
+                             log_to_driver=False, logging_level=logging.WARNING)
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; report it as one line
+                where = f"at {address!r}" if address else "locally"
+                raise InputError(f"could not start or reach Ray {where}: {exc}") from None
+            self._ray_owned = True
+            self._route_ray_messages()
+        self._ray = ray
+
+    def _route_ray_messages(self) -> None:
+        """Keep the cluster's messages to the driver (a task retried after its node died, ...) out of
+        the terminal: Ray prints them on stdout from a thread, which would break ``--quiet`` and
+        ``--json``. They are counted (:attr:`retries`) and kept (:attr:`ray_messages`) instead.
+        Ray 2.x has no switch for this, so its printer function is replaced while this runner owns
+        the connection; without that function (another Ray version) the messages print as before."""
+        import ray._private.worker as ray_worker
+
+        original = getattr(ray_worker, "print_to_stdstream", None)
+        if original is None:  # pragma: no cover - another Ray version
+            return
+
+        def keep(data: dict, ignore_prefix: bool = False) -> None:
+            for line in data.get("lines", ()):
+                self.ray_messages.append(str(line))
+                if "will be retried" in str(line):
+                    self.retries += 1
+
+        ray_worker.print_to_stdstream = keep
+        self._restore_printer = lambda: setattr(ray_worker, "print_to_stdstream", original)
+
+    def close(self, cancel: bool = False) -> None:
+        if self._pool is not None:
+            if cancel:
+                self._terminate_workers()
+            self._pool.shutdown(wait=True, cancel_futures=cancel)
+            self._pool = None
+        if self._ray is not None and self._ray_owned:
+            self._ray.shutdown()
+            if self._restore_printer:
+                self._restore_printer()
+                self._restore_printer = None
+        self._ray = None
+        self._ray_owned = False
+
+    def _local_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:  # workers ignore SIGINT and die with this process (simsched.core.interrupts)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=worker_setup,
+                                             initargs=(os.getpid(),))
+        return self._pool
+
+    def _terminate_workers(self) -> None:
+        """End the pool's processes now (their running tasks are abandoned)."""
+        processes = dict(getattr(self._pool, "_processes", None) or {})
+        for process in processes.values():
+            if process.is_alive():
+                process.terminate()
+        for process in processes.values():
+            process.join(timeout=5)
+            if process.is_alive():  # pragma: no cover - a worker ignoring SIGTERM
+                process.kill()
+                process.join(timeout=5)
+
+    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], on_result: Callable[[int], None] | None = None,
+            *, on_task: Callable[[int], None] | None = None,
+            on_each: Callable[[int, Any], None] | None = None) -> list[Any]:
+        """``[fn(*task) for task in tasks]``, computed by the executor.
+
+        ``on_result(done)`` is called as results are collected in task order;
+        ``on_task(index)`` as soon as any task finishes, in finishing order (for progress);
+        ``on_each(index, result)`` likewise with the result, so a caller can keep
+        finished work if it is interrupted before the rest are done.
+        """
+        if not tasks:
+            return []
+        if self.executor == "ray":
+            return self._map_ray(fn, tasks, on_result, on_task, on_each)
+        if self.workers == 1:
+            results = []
+            for index, task in enumerate(tasks):
+                results.append(fn(*task))
+                if on_task:
+                    on_task(index)
+                if on_each:
+                    on_each(index, results[-1])
+                if on_result:
+                    on_result(len(results))
+            return results
+        with interrupts.held():  # submit forks the workers (interrupts.held says why)
+            futures = [self._local_pool().submit(fn, *task) for task in tasks]
+        if on_task or on_each:
+            index_of = {future: i for i, future in enumerate(futures)}
+            for future in as_completed(futures):
+                if on_each:
+                    on_each(index_of[future], future.result())
+                if on_task:
+                    on_task(index_of[future])
+        results = []
+        for future in futures:  # in task order; the pool works ahead
+            results.append(future.result())
+            if on_result:
+                on_result(len(results))
+        return results
+
+    def put(self, value: Any) -> Any:
+        """Place ``value`` in Ray's object store once (for many tasks to share); Ray only."""
+        if self._ray is None:
+            self._start_ray()
+        return self._ray.put(value)
+
+    def cluster_status(self) -> str | None:
+        """``"N nodes, R running, K retried"`` while Ray runs the tasks (nodes alive, CPUs busy, tasks
+        retried so far), asked of the cluster at most once a second; None on local processes."""
+        if self._ray is None:
+            return None
+        now = time.monotonic()
+        if self._status is None or now - self._status[0] >= 1.0:
+            try:
+                nodes = sum(1 for node in self._ray.nodes() if node.get("Alive"))
+                busy = self._ray.cluster_resources().get("CPU", 0) - self._ray.available_resources().get("CPU", 0)
+            except Exception:  # noqa: BLE001 - the cluster is changing (a node dying); keep the last status
+                return self._status[1] if self._status else None
+            self._status = (now, f"{nodes} node{'s' * (nodes != 1)}, {max(0, round(busy))} running, "
+                                 f"{self.retries} retried")
+        return self._status[1]
+
+    def imap_unordered(self, fn: Callable[..., Any], tasks: Sequence[tuple],
+                       on_wait: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(*tasks[index]))`` for every task, as each finishes (in task order when serial).
+
+        For callers that record each result as soon as it exists (``simsched experiment``);
+        they put results back in task order themselves. On Ray, ``on_wait()`` is called about once a
+        second while no task finishes (for live progress: a lost node can stall results for seconds).
+        Ray gets at most :data:`RAY_WINDOW` tasks at a time, and a task's result is released once
+        yielded, so the driver's memory stays flat however many tasks there are.
+        """
+        if not tasks:
+            return
+        if self.executor == "ray":
+            if self._ray is None:
+                self._start_ray()
+            remote = self._ray.remote(fn)
+            window = max(RAY_WINDOW, 4 * int(self._ray.cluster_resources().get("CPU", 0)))
+            index: dict[Any, int] = {}  # the tasks in flight; a finished one is dropped, so Ray frees it
+            submitted = 0
+            while submitted < len(tasks) or index:
+                while submitted < len(tasks) and len(index) < window:
+                    index[remote.remote(*tasks[submitted])] = submitted
+                    submitted += 1
+                ready, _ = self._ray.wait(list(index), num_returns=1, timeout=1.0 if on_wait else None)
+                if not ready and on_wait:
+                    on_wait()
+                for ref in ready:
+                    yield index.pop(ref), self._ray.get(ref)
+            return
+        if self.workers == 1:
+            for i, task in enumerate(tasks):
+                yield i, fn(*task)
+            return
+        with interrupts.held():  # submit forks the workers (interrupts.held says why)
+            futures = {self._local_pool().submit(fn, *task): i for i, task in enumerate(tasks)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                yield futures[future], future.result()
+
+    def _map_ray(self, fn: Callable[..., Any], tasks: Sequence[tuple],
+                 on_result: Callable[[int], None] | None,
+                 on_task: Callable[[int], None] | None = None,
+                 on_each: Callable[[int, Any], None] | None = None) -> list[Any]:
+        if self._ray is None:
+            self._start_ray()
+        ray = self._ray
+        remote = ray.remote(fn)
+        refs = [remote.remote(*task) for task in tasks]
+        pending = list(refs)
+        done = 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 50)))
+            done += len(ready)
+            if on_task:
+                for ref in ready:
+                    on_task(refs.index(ref))
+            if on_result:
+                on_result(done)
+        results = ray.get(refs)
+        if on_each:
+            for index, result in enumerate(results):
+                on_each(index, result)
+        return results

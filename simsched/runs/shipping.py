@@ -1,0 +1,199 @@
+"""Input files that travel with Ray tasks, for workers that do not share the driver's file system.
+
+An experiment's task carries its resolved scenario (simsched.runs.experiment.grid.RunTask),
+so a generated workload needs nothing on a worker but the package. Files the scenario
+still names are read by the worker when the run starts: a trace or job CSV
+(``workload.path`` and file-valued reader options), a policy file
+(``policy = "file.py:Class"``), and files named by scheduler options (an EVO-GP
+``priority`` JSON, an RL ``agent``). :func:`files_of` lists them on the driver.
+
+The driver puts their bytes in Ray's object store once (:class:`Shipment`); each
+task gets a small handle to them. In a worker process, :func:`localize` checks
+once whether every file is readable at its driver path with the same content
+(a shared file system, or the same checkout at the same place). If so, the task
+runs as it came. If not, the files are written under a private folder that
+mirrors the driver's absolute paths (``<tmp>/simsched-inputs-<uid>/<digest>/``),
+and the scenario's anchors (its own path, the workload's base folder and trace,
+absolute file options) are moved into it, so every relative name resolves
+there as it did on the driver. A run's results do not depend on where its files
+sit, so the rows equal a serial run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from simsched.core.errors import InputError
+
+#: a folder named by a scenario (a trace folder) is shipped whole, up to this many files
+_MAX_FILES_IN_FOLDER = 10_000
+
+
+def _candidates(value: Any) -> Iterable[str]:
+    if isinstance(value, (str, Path)):
+        yield str(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _candidates(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _candidates(item)
+
+
+def _existing(name: str, base: Path, folders: bool = False) -> list[Path]:
+    """The regular files ``name`` (relative to ``base``) stands for: itself, or with ``folders`` (a
+    trace folder) the folder's files."""
+    if not name or "\n" in name or len(name) > 4096:
+        return []
+    path = Path(name) if Path(name).is_absolute() else base / name
+    try:
+        if path.is_file():
+            return [path.resolve()]
+        if folders and path.is_dir():
+            found = [p.resolve() for p in sorted(path.rglob("*")) if p.is_file()]
+            if len(found) > _MAX_FILES_IN_FOLDER:
+                raise InputError(f"{path}: a folder of {len(found)} files is too many to ship to Ray workers "
+                                 f"(at most {_MAX_FILES_IN_FOLDER}); put it on a file system the workers share")
+            return found
+    except OSError:
+        return []
+    return []
+
+
+def files_of(scenario: Any) -> list[Path]:
+    """Every regular file a resolved scenario names and a worker would read (resolved paths)."""
+    found: list[Path] = []
+    path = getattr(scenario, "path", None)
+    scenario_dir = Path(path).resolve().parent if isinstance(path, Path) and not str(path).startswith("<") \
+        else Path.cwd()
+    workload = scenario.workload
+    base = Path(workload.base_dir) if workload.base_dir else scenario_dir
+    for name in _candidates(workload.path):
+        found += _existing(name, base, folders=True)
+    for name in _candidates(workload.params):
+        found += _existing(name, base)
+    policy = scenario.scheduler.policy
+    if isinstance(policy, str) and ".py:" in policy:
+        found += _existing(policy.rpartition(":")[0], scenario_dir)
+    for name in _candidates(scenario.scheduler.options):
+        found += _existing(name, scenario_dir)
+    return list(dict.fromkeys(found))
+
+
+class Shipment:
+    """The bytes of a set of files, put in the object store once; :attr:`handle` goes with each task."""
+
+    def __init__(self, files: Iterable[Path], put: Any) -> None:
+        contents: dict[str, bytes] = {}
+        digest = hashlib.sha256()
+        for path in sorted(set(files)):
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise InputError(f"{path}: cannot read it to ship to the Ray workers ({exc.strerror})") from None
+            contents[str(path)] = data
+            digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
+        self.files = len(contents)
+        self.bytes = sum(len(data) for data in contents.values())
+        self.digest = digest.hexdigest()[:16]
+        # a list around the reference: Ray resolves a top-level argument, not one inside a list, so a
+        # task fetches the files only the first time its worker process needs them (see localize);
+        # the driver's working folder goes along: a relative name in the scenario resolves against it
+        self.handle: Handle | None = (self.digest, [put(contents)], os.getcwd()) if contents else None
+
+
+#: (digest, [object reference to {driver path: bytes}], the driver's working folder)
+Handle = tuple[str, list[Any], str]
+
+
+#: digest -> the mirror folder (None: the driver's paths are readable as they are), per worker process
+_LOCAL: dict[str, Path | None] = {}
+
+
+def _same(path: Path, data: bytes) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    mine = Path(tempfile.gettempdir()) / f"simsched-inputs-{uid}"
+    mine.mkdir(mode=0o700, exist_ok=True)
+    if hasattr(os, "getuid") and (mine.is_symlink() or mine.stat().st_uid != os.getuid()):
+        raise InputError(f"{mine}: not a folder of this user's; remove it (simsched mirrors shipped inputs "
+                         "there)")
+    root = mine / digest
+    for name, data in contents.items():
+        target = root / Path(name).relative_to(Path(name).anchor)
+        if _same(target, data):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+        partial.write_bytes(data)
+        os.replace(partial, target)  # another worker process may write the same file at once
+    return root
+
+
+def localize(scenario: Any, handle: Handle | None) -> Any:
+    """The scenario as this worker can run it (see the module docstring)."""
+    if handle is None:
+        return scenario
+    digest, holder, cwd = handle
+    if digest not in _LOCAL:
+        import ray
+
+        contents: dict[str, bytes] = ray.get(holder[0])
+        visible = all(_same(Path(name), data) for name, data in contents.items())
+        _LOCAL[digest] = None if visible else _mirror(digest, contents)
+    root = _LOCAL[digest]
+    return scenario if root is None else rebase(scenario, root, Path(cwd))
+
+
+def _under(path: Path, root: Path, cwd: Path) -> Path:
+    """Where the driver's ``path`` (relative: to the driver's ``cwd``) sits in the mirror ``root``."""
+    path = path if path.is_absolute() else cwd / path
+    return root / Path(os.path.normpath(path)).relative_to(path.anchor)
+
+
+def _moved(value: Any, root: Path) -> Any:
+    if isinstance(value, Path) and value.is_absolute():
+        return root / value.relative_to(value.anchor)
+    if isinstance(value, str) and os.path.isabs(value):
+        return str(root / Path(value).relative_to(Path(value).anchor))
+    if isinstance(value, list):
+        return [_moved(v, root) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_moved(v, root) for v in value)
+    if isinstance(value, dict):
+        return {k: _moved(v, root) for k, v in value.items()}
+    return value
+
+
+def rebase(scenario: Any, root: Path, cwd: Path) -> Any:
+    """``scenario`` with its anchors moved under ``root`` (relative names follow them): its own path
+    and the workload's base folder (relative ones: to the driver's ``cwd``), absolute file names."""
+    path = scenario.path
+    if isinstance(path, Path) and not str(path).startswith("<"):
+        path = _under(path, root, cwd)
+    workload = scenario.workload
+    base = workload.base_dir
+    workload = replace(workload,
+                       path=_under(workload.path, root, cwd) if isinstance(workload.path, Path) and
+                       workload.path.is_absolute() else _moved(workload.path, root),
+                       params=_moved(workload.params, root),
+                       base_dir=_under(Path(base), root, cwd) if base else base)
+    scheduler = scenario.scheduler
+    policy = scheduler.policy
+    if isinstance(policy, str) and ".py:" in policy:
+        file, _, cls = policy.rpartition(":")
+        policy = f"{_moved(file, root)}:{cls}"
+    scheduler = replace(scheduler, policy=policy, options=_moved(scheduler.options, root))
+    return replace(scenario, path=path, workload=workload, scheduler=scheduler)
