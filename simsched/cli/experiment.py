@@ -46,6 +46,9 @@ def _parser() -> Parser:
     p.add_argument("--tables-only", action="store_true",
                    help="write the statistics of the runs already in --out without running anything; "
                         "instances with a run still missing are left out (for a long run in progress)")
+    p.add_argument("--plan-only", action="store_true",
+                   help="print the runs the spec plans (per scheduler: instances or scenarios, seeds, EA streams, "
+                        "sweep points) and exit without running anything")
     p.add_argument("--only", metavar="KEY=VALUE,...",
                    help="with --verify: only rows with these instance, scheduler, seed or ea_stream values")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv",
@@ -74,6 +77,13 @@ def experiment_command(argv: list[str]) -> int:
         used = "--verify" if args.verify else "--tables-only"
         raise InputError(f"{command('experiment')}: --plots and --report are not made with {used}; "
                          f"draw them with: {command('plot', str(out))}")
+    if args.plan_only:
+        if args.verify or args.tables_only or args.resume:
+            raise InputError(f"{command('experiment')}: --plan-only runs nothing; it does not go with "
+                             "--verify, --tables-only or --resume")
+        for line in plan_lines(spec):
+            print(line)
+        return 0
     if args.verify:
         return _verify(spec, out, args)
     if args.tables_only:
@@ -113,6 +123,26 @@ def experiment_command(argv: list[str]) -> int:
         err.print(f"{len(run.tasks)} runs ({run.skipped} already recorded, {run.ran} run now{retried}); "
                   f"wrote {out / 'results.csv'}, " + ", ".join(p.name for p in paths))
     return 0
+
+
+def plan_lines(spec) -> list[str]:
+    """What ``--plan-only`` prints: per scheduler, the cases and repeats it runs, then the total."""
+    tasks = plan(spec)
+    cases = "instance" if spec.instances else "scenario"
+    lines = [f"{spec.name}" + (f" (preset {spec.preset})" if spec.preset else "") + f": {len(tasks):,} runs"]
+    for entry in spec.schedulers:
+        mine = [task for task in tasks if task.scheduler == entry.name]
+        places = {(task.scenario, task.instance) for task in mine}
+        seeds = {task.seed for task in mine}
+        streams = sorted({task.ea_stream for task in mine if task.ea_stream is not None})
+        points = {task.point for task in mine}
+        lines.append(f"  {entry.name}: {len(mine):,} runs = {len(places)} {cases}(s)"
+                     + (f" x {len(seeds)} seed(s) each" if not spec.instances else
+                        f", each on its own fixed jobs ({len(seeds)} workload seed(s) in all)")
+                     + (f" x {len(streams)} EA stream(s) ({streams[0]}..{streams[-1]})" if streams else
+                        " (once per case: it draws from no EA stream)" if not entry.uses_ea else "")
+                     + (f" x {len(points)} sweep point(s)" if len(points) > 1 else ""))
+    return lines
 
 
 def _verify(spec, out: Path, args) -> int:

@@ -236,6 +236,15 @@ def summarize(df: pd.DataFrame, cluster_gpus: dict[str, float],
     return summary
 
 
+def migrations(df: pd.DataFrame) -> int:
+    """Moves: restarts of a preempted job in another cluster than the one it last ran in (the
+    paper's migrations), counted apart from preemptions that restart where the job was. A job's
+    ``cluster`` cell lists the clusters it ran in, in order, each change once ("c00|c03")."""
+    if "cluster" not in df or not len(df):
+        return 0
+    return int(df["cluster"].fillna("").astype(str).str.count(r"\|").sum())
+
+
 #: job-size classes of the starvation block: (label, fewest GPUs, most GPUs)
 SIZE_CLASSES = (("1", 0.0, 1.0), ("2-8", 1.0 + 1e-9, 8.0), (">8", 8.0 + 1e-9, math.inf))
 #: a large job (more GPUs than this) that waited longer than LATE_S counts as starved

@@ -27,7 +27,7 @@ from simsched.core.eventlog import EventLog
 from simsched.core.fairness import QuotaBook
 from simsched.core.feasibility import InfeasibleReport, infeasible_report
 from simsched.core.jobstore import JobStore
-from simsched.core.metrics import jobs_frame, summarize
+from simsched.core.metrics import jobs_frame, migrations, summarize
 from simsched.core.model import MILLI, Fleet
 from simsched.core.readonly import guard
 from simsched.core.seeding import stream
@@ -465,6 +465,7 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
     summary = summarize(jobs, cluster_gpus, scenario.objective_weights, kind=objective.kind, w=objective.w,
                         quotas=QuotaBook(tuple(engine.fleet.clusters)),
                         exec_s=jobs["duration"].to_numpy(float) / speeds)
+    moves = migrations(jobs)
     summary.update({
         "scenario": scenario.name,
         "scenario_file": str(scenario.path),
@@ -479,6 +480,9 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
         "partial": not complete,
         "simulated_until": float(engine.env.now),
         "decisions": engine.decisions,
+        **planner_counts(engine.scheduler),
+        "moves": moves,
+        "moves_per_job": moves / len(jobs) if len(jobs) else 0.0,
         "skipped_rows": skipped,
         "wall_time_s": wall_s,
         "versions": {"simsched": __version__, "python": platform.python_version(),
@@ -486,6 +490,22 @@ def collect(engine: Engine, scenario: Scenario, complete: bool, skipped: dict, w
                      "networkx": metadata.version("networkx")},  # without importing it
     })
     return RunResult(jobs, engine.events, summary, nodes, JobOptions(engine.jobs, engine.fleet_state), names)
+
+
+def planner_counts(scheduler: object) -> dict[str, int]:
+    """``plans`` (allocation + planner runs) and ``ea_runs`` (allocation EA runs) of a planner
+    scheduler (mct-gp, evo-gp keep them in a ``stats`` dict), through the wrappers around it (the
+    quota wrapper's ``policy``; the experiment's decision timer forwards ``stats``); 0 for every
+    other scheduler, a user's policy included (docs/outputs.md)."""
+    for _ in range(4):  # a wrapper around a wrapper at most
+        if scheduler is None or isinstance(scheduler, UserPolicy):
+            break
+        stats = getattr(scheduler, "stats", None)
+        if isinstance(stats, dict):
+            return {key: value if isinstance(value := stats.get(key, 0), int) and value >= 0 else 0
+                    for key in ("plans", "ea_runs")}
+        scheduler = getattr(scheduler, "policy", None)
+    return {"plans": 0, "ea_runs": 0}
 
 
 class JobOptions(Mapping):

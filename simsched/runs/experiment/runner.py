@@ -77,7 +77,7 @@ def metrics_of(summary: dict[str, Any], tenant_metrics: Sequence[str] = ()) -> d
     metrics = {key: value for key, value in summary.items()
                if key not in NOT_METRICS and key not in flat and key not in LATER_TOP_LEVEL
                and isinstance(value, (int, float)) and not isinstance(value, bool)}
-    metrics.update({key: flat[key] for key in ADDED_LATER_METRICS})
+    metrics.update({key: flat[key] for key in ADDED_LATER_METRICS if key not in metrics})
     metrics.update({key: flat.get(key) for key in tenant_metrics})
     return metrics
 

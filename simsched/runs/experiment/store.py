@@ -100,9 +100,10 @@ def _rewrite(path: Path, data: bytes) -> None:
         raise named(exc, path) from exc
 
 
-#: metrics results.csv gained after stores were written (issues 20, 21): a store whose header lacks
+#: metrics results.csv gained after stores were written (issues 20, 21, 34): a store whose header lacks
 #: them keeps its columns (the new metrics are left out of its rows, so --resume goes on)
-ADDED_LATER_METRICS = tuple(key for key, *_ in STARVATION_METRICS + FAIRNESS_METRICS)
+ADDED_LATER_METRICS = tuple(key for key, *_ in STARVATION_METRICS + FAIRNESS_METRICS) + (
+    "plans", "ea_runs", "moves", "moves_per_job")
 
 
 def _number_or_empty(cell: str) -> bool:
