@@ -105,8 +105,18 @@ def test_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple
     if frame is None:
         return header, []
     rows = [[r.baseline, str(r.n), str(r.wins), str(r.ties), str(r.losses), _num(r.mean_difference),
-             _p(r.p_value), _p(getattr(r, "p_holm", float("nan")))] for r in frame.itertuples()]
+             _p(r.p_value) + _test_note(r), _p(getattr(r, "p_holm", float("nan")))] for r in frame.itertuples()]
     return header, rows
+
+
+def _test_note(row) -> str:
+    """Which signed-rank test gave the p-value, on how many untied pairs ("exact, 21" or "approx., 60")."""
+    method = getattr(row, "test", "")
+    if not isinstance(method, str) or not method:
+        return ""
+    untied = getattr(row, "n_untied", None)
+    shown = "exact" if method == "exact" else "approx."
+    return f" ({shown}, {untied} untied)" if untied is not None else f" ({shown})"
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:

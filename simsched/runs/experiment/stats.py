@@ -18,8 +18,9 @@ Definitions (docs/experiment.md):
   ranks first (shared firsts count for each).
 - *Paired tests*: for the headline scheduler against each other one, over
   the common cases: wins / ties / losses, the mean difference (headline
-  minus baseline), and the two-sided Wilcoxon signed-rank p-value
-  (``scipy.stats.wilcoxon``; NaN when every difference is zero).
+  minus baseline), and the two-sided Wilcoxon signed-rank p-value on the
+  untied pairs (``scipy.stats.wilcoxon``: the exact distribution up to 50
+  untied pairs, the normal approximation above; NaN when every pair ties).
 """
 
 from __future__ import annotations
@@ -134,8 +135,6 @@ def _equal(column: pd.Series, value: object) -> pd.Series:
 
 def paired_tests(cases: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
     """Headline vs each baseline over the common cases at each grid point (Wilcoxon signed-rank)."""
-    from scipy import stats
-
     point = _point_keys(spec)
     metric = spec.metric
     better_sign = 1.0 if METRICS[metric] else -1.0
@@ -153,17 +152,12 @@ def paired_tests(cases: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
             diff = (pair[spec.headline] - pair[baseline]).to_numpy(float)
             wins = int((better_sign * diff > 0).sum())
             losses = int((better_sign * diff < 0).sum())
-            p_value = float("nan")
-            statistic = float("nan")
-            if np.any(diff != 0):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # small samples: scipy warns about the normal approximation
-                    test = stats.wilcoxon(pair[spec.headline].to_numpy(float), pair[baseline].to_numpy(float))
-                statistic, p_value = float(test.statistic), float(test.pvalue)
+            statistic, p_value, method = signed_rank(diff)
             records.append({**dict(zip(point, key)), "headline": spec.headline, "baseline": baseline,
                             "n": len(diff), "wins": wins, "ties": len(diff) - wins - losses, "losses": losses,
                             "mean_difference": float(diff.mean()) if len(diff) else float("nan"),
-                            "wilcoxon_statistic": statistic, "p_value": p_value})
+                            "wilcoxon_statistic": statistic, "p_value": p_value, "n_untied": wins + losses,
+                            "test": method})
     table = pd.DataFrame(records)
     if not table.empty:  # Holm across the baselines of each grid point (the family of one claim)
         keys = point if point else None
@@ -172,6 +166,26 @@ def paired_tests(cases: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
         for _, values in groups_p:
             table.loc[values.index, "p_holm"] = holm(values.to_numpy(float))
     return table
+
+
+#: at most this many untied pairs get the exact signed-rank distribution; more, the normal approximation
+EXACT_UP_TO = 50
+
+
+def signed_rank(diff: np.ndarray) -> tuple[float, float, str]:
+    """(statistic, two-sided p, method) of the Wilcoxon signed-rank test on the untied pairs (the
+    non-zero differences; ties carry no sign): the exact null distribution up to
+    :data:`EXACT_UP_TO` pairs, the normal approximation above. NaN and "" when every pair ties."""
+    untied = diff[diff != 0]
+    if not len(untied):
+        return float("nan"), float("nan"), ""
+    from scipy import stats  # the experiment extra: loaded when a statistic is computed
+
+    method = "exact" if len(untied) <= EXACT_UP_TO else "approx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's note on tied magnitudes under the exact distribution
+        test = stats.wilcoxon(untied, method=method)
+    return float(test.statistic), float(test.pvalue), method
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
