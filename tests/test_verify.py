@@ -31,8 +31,32 @@ def test_every_row_reproduces_and_the_store_is_untouched(store: Path, capsys) ->
     before = (store / "results.csv").read_bytes()
     assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(store), "--verify", "10"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert sum(line.startswith("ok ") for line in out) == 4 and out[-1] == "4 of 4 rows reproduce exactly"
+    assert sum(line.startswith("ok ") for line in out) == 4 and "4 of 4 rows reproduce exactly" in out
+    assert out[-1] == "tables: summary.csv, instance_ranks.csv, tests.csv, report.md rebuilt from the rows: identical"
     assert (store / "results.csv").read_bytes() == before
+
+
+@pytest.mark.parametrize("name, edit", [
+    ("summary.csv", lambda text: text.replace(".", ",", 1)),
+    ("tests.csv", lambda text: text.rstrip("\n") + "0\n"),
+    ("report.md", lambda text: text.replace("evo-gp", "evo-GP", 1)),
+    ("instance_ranks.csv", lambda text: text + "\n"),
+])
+def test_a_tampered_table_is_caught(store: Path, tmp_path: Path, capsys, name: str, edit) -> None:
+    """The tables the docs quote are rebuilt from the stored rows and compared byte for byte."""
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in store.iterdir():
+        if path.is_file():
+            (copy / path.name).write_bytes(path.read_bytes())
+    (copy / name).write_text(edit((copy / name).read_text()))
+    code = main(["experiment", SPEC, "--preset", "tiny", "--out", str(copy), "--verify", "1"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "1 of 1 rows reproduce exactly" in captured.out
+    assert f"MISMATCH  {copy / name}: differs from the table rebuilt from results.csv" in captured.err
+    untouched = [p for p in ("summary.csv", "tests.csv", "report.md", "instance_ranks.csv") if p != name]
+    assert not any(f"{copy / other}:" in captured.err for other in untouched)
 
 
 def test_a_tampered_metric_is_a_mismatch_with_a_non_zero_exit(store: Path, tmp_path: Path, capsys) -> None:
@@ -73,7 +97,9 @@ def test_tables_only_reports_complete_instances_and_runs_nothing(store: Path, tm
     for name in ("results.csv", "plan.csv"):
         (copy / name).write_bytes((store / name).read_bytes())
     assert main(["experiment", SPEC, "--preset", "tiny", "--out", str(copy), "--tables-only", "--quiet"]) == 0
-    assert "1 of 1 instances complete (4 of 4 runs)" in (copy / "report.md").read_text()
+    # complete: the tables are the full run's, title and all
+    assert (copy / "report.md").read_bytes() == (store / "report.md").read_bytes()
+    assert "1 of 1 instances complete (4 of 4 runs)" in capsys.readouterr().err
     lines = (copy / "results.csv").read_text().splitlines()
     (copy / "results.csv").write_text("\n".join(lines[:-1]) + "\n")  # one run still missing
     before = (copy / "results.csv").read_bytes()

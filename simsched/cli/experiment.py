@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from simsched.cli.args import Parser, add_plot_flags, check_plot_flags, command, positive_int
@@ -18,8 +19,8 @@ from simsched.runs.experiment.grid import plan
 from simsched.runs.experiment.runner import ExperimentInterrupted, run_experiment
 from simsched.runs.experiment.spec import MAX_RUNS, load_spec
 from simsched.runs.experiment.stats import compute
-from simsched.runs.experiment.store import in_plan_order, read_jobs, read_results, stale_notice
-from simsched.runs.experiment.verify import MISMATCH_EXIT, lines, parse_only, verify
+from simsched.runs.experiment.store import read_jobs, stale_notice
+from simsched.runs.experiment.verify import MISMATCH_EXIT, lines, parse_only, rebuild, verify
 
 
 def _parser() -> Parser:
@@ -50,7 +51,8 @@ def _parser() -> Parser:
                    help="print the runs the spec plans (per scheduler: instances or scenarios, seeds, EA streams, "
                         "sweep points) and exit without running anything")
     p.add_argument("--only", metavar="KEY=VALUE,...",
-                   help="with --verify: only rows with these instance, scheduler, seed or ea_stream values")
+                   help="with --verify: only rows with these instance, scheduler, seed, ea_stream or swept-key values "
+                        "(e.g. workload.interval_s=840)")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv",
                    help="file format of the per-job tables (record = [\"jobs\"]: DIR/jobs/RUN_ID.csv or .parquet; "
                         f"parquet needs {install_hint('parquet')})")
@@ -146,43 +148,59 @@ def plan_lines(spec) -> list[str]:
 
 
 def _verify(spec, out: Path, args) -> int:
-    """``--verify K``: re-run K finished rows of the store and compare their metrics exactly."""
-    only = parse_only(args.only)
+    """``--verify K``: re-run K finished rows of the store and compare their metrics exactly, then
+    rebuild the tables from the stored rows and compare them with the committed ones."""
+    only = parse_only(args.only, spec.sweep_keys)
     checks = verify(spec, out, args.verify, only)
     report = lines(checks)
     for line in report[:-1]:
         print(line)
-    print(report[-1], file=sys.stderr if any(c.differences for c in checks) else sys.stdout)
-    return MISMATCH_EXIT if any(check.differences for check in checks) else 0
+    bad_rows = any(check.differences for check in checks)
+    print(report[-1], file=sys.stderr if bad_rows else sys.stdout)
+    table_lines, bad_tables = _check_tables(spec, out)
+    for line in table_lines:
+        print(line, file=sys.stderr if bad_tables else sys.stdout)
+    return MISMATCH_EXIT if bad_rows or bad_tables else 0
+
+
+def _check_tables(spec, out: Path) -> tuple[list[str], bool]:
+    """The tables rebuilt from the store's rows against the committed ones, byte for byte."""
+    rebuilt = rebuild(spec, out)
+    with tempfile.TemporaryDirectory() as scratch:
+        made = write_tables(rebuilt.stats, spec, Path(scratch), rebuilt.title)
+        lines_out, bad = [], False
+        for path in made:
+            committed = out / path.name
+            if not committed.is_file():
+                lines_out.append(f"tables: {path.name} is not in {out} (it would be written from the rows)")
+                continue
+            if path.name == "by_priority.csv" and rebuilt.jobs_missing:
+                continue
+            if committed.read_bytes() != path.read_bytes():
+                bad = True
+                lines_out.append(f"MISMATCH  {committed}: differs from the table rebuilt from results.csv "
+                                 f"(rebuild it with --tables-only)")
+        if rebuilt.jobs_missing:
+            lines_out.append("tables: by_priority.csv not checked: the store holds no per-job tables (jobs/)")
+    checked = [p.name for p in made if (out / p.name).is_file()
+               and not (p.name == "by_priority.csv" and rebuilt.jobs_missing)]
+    lines_out.append(f"tables: {', '.join(checked)} " + ("do not all match the rows" if bad else
+                                                         "rebuilt from the rows: identical"))
+    return lines_out, bad
 
 
 def _tables_only(spec, out: Path, args) -> int:
     """``--tables-only``: the statistics of the finished runs, over the instances whose every planned
     run has a row; nothing is run. For committing a long experiment as it grows."""
-
-
-    if not (out / "results.csv").is_file():
-        raise InputError(f"--tables-only: {out / 'results.csv'} not found; run the experiment first")
-    tasks = plan(spec)
-    order = {task.run_id: i for i, task in enumerate(tasks)}
-    results = in_plan_order(read_results(out), order).drop_duplicates("run_id", ignore_index=True)
-    done = set(results["run_id"])
-    wanted: dict[str, set[str]] = {}
-    for task in tasks:
-        wanted.setdefault(task.instance, set()).add(task.run_id)
-    complete = [name for name, ids in wanted.items() if ids <= done]
-    if not complete:
-        raise InputError(f"--tables-only: no instance of {spec.name} has all its runs in {out} yet "
-                         f"({len(done)} of {len(tasks)} runs finished)")
-    results = results[results["instance"].isin(complete)].reset_index(drop=True)
-    stats = compute(results, spec)
-    title = (spec.name + (f" (preset {spec.preset})" if spec.preset else "")
-             + f" -- {len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs)")
-    paths = write_tables(stats, spec, out, title)
+    try:
+        rebuilt = rebuild(spec, out)
+    except InputError as exc:
+        raise InputError(f"--tables-only: {exc}") from None
+    paths = write_tables(rebuilt.stats, spec, out, rebuilt.title)
     if not args.quiet:
-        _print_tables(stats, spec, title)
-    print(f"{len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs); wrote "
-          + ", ".join(p.name for p in paths), file=sys.stderr)
+        _print_tables(rebuilt.stats, spec, rebuilt.title)
+    print(f"{rebuilt.complete} of {rebuilt.instances} instances complete ({rebuilt.done} of {rebuilt.planned} runs); "
+          "wrote " + ", ".join(p.name for p in paths), file=sys.stderr)
     return 0
 
 

@@ -9,7 +9,10 @@ way the store writes numbers (``repr`` of the float). ``wall_s`` is not a
 metric and is not compared. The store is only read: nothing in DIR changes.
 
 A row that reproduces is ``ok``; one that does not lists each metric that
-differs (stored, now). Any mismatch makes the command exit with
+differs (stored, now). Then the tables are rebuilt from the stored rows
+(:func:`rebuild`) and compared byte for byte with the committed summary.csv,
+instance_ranks.csv, tests.csv, decision_time.csv, by_priority.csv and
+report.md: a table edited by hand, or left stale by a later row, is a mismatch. Any mismatch makes the command exit with
 :data:`MISMATCH_EXIT`. Runs are deterministic given the scenario, seed and EA
 stream (evo-gp with a wall-clock ``time_budget_s`` is not, and says so).
 """
@@ -20,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +33,14 @@ from simsched.core.outputs import read_csv_checked
 from simsched.runs.experiment.grid import RunTask, plan
 from simsched.runs.experiment.runner import execute
 from simsched.runs.experiment.spec import ExperimentSpec
-from simsched.runs.experiment.store import IDENTITY_COLUMNS
+from simsched.runs.experiment.stats import compute
+from simsched.runs.experiment.store import (
+    IDENTITY_COLUMNS,
+    in_plan_order,
+    read_decisions,
+    read_jobs,
+    read_results,
+)
 
 #: exit code of ``--verify`` when a row does not reproduce (docs/experiment.md)
 MISMATCH_EXIT = 3
@@ -48,10 +59,12 @@ class Check:
     differences: tuple[tuple[str, str, str], ...]  # (metric, stored, now)
 
 
-def parse_only(text: str | None) -> dict[str, str]:
-    """``instance=I,scheduler=S,seed=N`` -> {key: value}; unknown keys are bad input."""
+def parse_only(text: str | None, sweep_keys: Sequence[str] = ()) -> dict[str, str]:
+    """``instance=I,scheduler=S,seed=N,workload.interval_s=840`` -> {key: value}: the identity keys and
+    the spec's swept keys; any other key is bad input."""
     if not text:
         return {}
+    valid = (*ONLY_KEYS, *sweep_keys)
     chosen: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
@@ -59,10 +72,22 @@ def parse_only(text: str | None) -> dict[str, str]:
         if not sep or not key or not value:
             raise InputError(f"--only {text!r}: give key=value pairs separated by commas, e.g. "
                              "instance=paper-test03-s0,scheduler=evo-gp,seed=0")
-        if key not in ONLY_KEYS:
-            raise InputError(f"--only: unknown key {key!r}; valid: {', '.join(ONLY_KEYS)}")
+        if key not in valid:
+            raise InputError(f"--only: unknown key {key!r}; valid: {', '.join(valid)}"
+                             + ("" if sweep_keys else " (the spec sweeps no key)"))
         chosen[key] = value
     return chosen
+
+
+def _matches(column: pd.Series, value: str) -> pd.Series:
+    """Cells equal to ``value`` as text, or as numbers when both are numbers (840 matches 840.0)."""
+    same = column == value
+    try:
+        number = float(value)
+    except ValueError:
+        return same
+    numbers = pd.to_numeric(column, errors="coerce")
+    return same | (numbers == number)
 
 
 def _now_text(value: object) -> str:
@@ -78,7 +103,7 @@ def choose(results: pd.DataFrame, count: int, only: dict[str, str], rng: np.rand
     """``count`` rows matching ``only`` (all of them when fewer), picked at random without repeats."""
     rows = results
     for key, value in only.items():
-        rows = rows[rows[key] == value]
+        rows = rows[_matches(rows[key], value)]
     if rows.empty:
         what = ", ".join(f"{k}={v}" for k, v in only.items()) or "any"
         raise InputError(f"--verify: no finished row matches {what}; the store has {len(results)} finished rows")
@@ -137,3 +162,48 @@ def lines(checks: Sequence[Check]) -> list[str]:
     out.append(f"{len(checks) - bad} of {len(checks)} rows reproduce exactly" + (
         f"; {bad} do not" if bad else ""))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """The statistics of a store's finished rows, as ``experiment`` computes them: over the instances
+    whose every planned run has a row, with the store's decision times and per-job tables (when
+    recorded and present)."""
+
+    stats: Any
+    title: str
+    complete: int  # instances with every planned run finished
+    instances: int  # instances in the plan
+    done: int  # finished runs of the plan
+    planned: int  # runs in the plan
+    jobs_missing: bool  # record = ["jobs"] but the store holds no per-job table
+
+
+def rebuild(spec: ExperimentSpec, out: str | Path) -> Rebuilt:
+    """The statistics of the finished rows of ``out`` (``--tables-only`` writes them; ``--verify``
+    compares them with the committed tables). The title says how much is finished only while the
+    experiment is incomplete, so a complete store's tables are the full run's."""
+    folder = Path(out)
+    if not (folder / "results.csv").is_file():
+        raise InputError(f"{folder / 'results.csv'} not found; run the experiment first")
+    tasks = plan(spec)
+    order = {task.run_id: i for i, task in enumerate(tasks)}
+    results = in_plan_order(read_results(folder), order).drop_duplicates("run_id", ignore_index=True)
+    done = set(results["run_id"])
+    wanted: dict[str, set[str]] = {}
+    for task in tasks:
+        wanted.setdefault(task.instance, set()).add(task.run_id)
+    complete = [name for name, ids in wanted.items() if ids <= done]
+    if not complete:
+        raise InputError(f"no instance of {spec.name} has all its runs in {folder} yet "
+                         f"({len(done)} of {len(tasks)} runs finished)")
+    results = results[results["instance"].isin(complete)].reset_index(drop=True)
+    decisions = in_plan_order(read_decisions(folder), order)
+    decisions = decisions[decisions["run_id"].isin(set(results["run_id"]))].reset_index(drop=True)
+    jobs = read_jobs(folder, results, spec.sweep_keys) if "jobs" in spec.record else None
+    jobs_missing = jobs is not None and jobs.empty
+    stats = compute(results, spec, decisions if len(decisions) else None, None if jobs_missing else jobs)
+    title = spec.name + (f" (preset {spec.preset})" if spec.preset else "")
+    if len(complete) < len(wanted):
+        title += f" -- {len(complete)} of {len(wanted)} instances complete ({len(done)} of {len(tasks)} runs)"
+    return Rebuilt(stats, title, len(complete), len(wanted), len(done), len(tasks), jobs_missing)
