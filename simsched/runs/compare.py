@@ -265,7 +265,9 @@ class _Journal:
     def add(self, index: int, row: dict[str, Any]) -> None:
         with self.lock:
             self.rows[index] = row
-            with self.path.open("a", encoding="utf-8") as fh:
+            # in place, so never through a link planted after the journal was made (open_own)
+            fd = atomic.open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with open(fd, "a", encoding="utf-8", closefd=True) as fh:
                 fh.write(json.dumps({"index": index, "task": _task_key(self.tasks[index]), "row": row}) + "\n")
                 fh.flush()
 

@@ -11,6 +11,9 @@ exits, so a lock can never outlive its process on this host. The file's text
 (``pid host since``) is only the message. When the lock is free but the file
 still names another pid that is dead on this host (the holder was killed
 before it could tidy up), the lock is taken over and a warning says so.
+The lock file is opened with ``O_NOFOLLOW`` and must be a regular file: anyone
+who can write into a shared results folder could otherwise plant
+``.simsched.lock -> ../thesis.tex`` and have the next ``--resume`` empty it.
 On a shared file system ``flock`` is as good as that file system's locking
 (NFSv4 and Lustre pass it to the server); docs/scale-out.md says to keep one
 ``--out`` per driver.
@@ -24,6 +27,7 @@ import socket
 import time
 from pathlib import Path
 
+from simsched.core.atomic import open_own
 from simsched.core.errors import InputError
 
 LOCK = ".simsched.lock"
@@ -59,7 +63,9 @@ class FolderLock:
 
     def acquire(self) -> FolderLock:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # O_NOFOLLOW and a regular file only: a planted ``.simsched.lock -> ../thesis.tex`` is
+            # refused (exit 2) and its target left as it was (open_own)
+            fd = open_own(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot create the lock file ({exc.strerror or exc})") from None
         try:

@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.core.atomic import named
+from simsched.core.atomic import named, open_own, replacing
 from simsched.core.errors import InputError
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS
 from simsched.core.outputs import read_csv_checked
@@ -73,7 +73,7 @@ def _text(value: Any) -> str:
 
 def _append(path: Path, data: bytes) -> None:
     """Append ``data`` with one write on an O_APPEND descriptor, then fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)  # never through a planted link
     try:
         view = memoryview(data)
         while view:
@@ -87,17 +87,16 @@ def _append(path: Path, data: bytes) -> None:
 
 
 def _rewrite(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically (temporary file + rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise named(exc, path) from exc
+    """Replace ``path`` atomically (a fresh temporary name from :func:`~simsched.core.atomic.replacing`,
+    never a fixed one that a planted link could send elsewhere, then a rename)."""
+    with replacing(path) as tmp:
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise named(exc, path) from exc
 
 
 #: metrics results.csv gained after stores were written (issues 20, 21): a store whose header lacks
@@ -314,7 +313,7 @@ def read_results(folder: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise InputError(f"{path}: not found (run the experiment first)")
 
-    return read_csv_checked(path, "an experiment's results.csv", dtype={
+    return read_csv_checked(path, "an experiment's results.csv", ("run_id", "scheduler"), dtype={
         "run_id": str, "scenario": str, "instance": str, "scheduler": str, "scenario_hash": str})
 
 
@@ -324,7 +323,8 @@ def read_decisions(folder: str | Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame(columns=list(DECISION_COLUMNS))
 
-    return read_csv_checked(path, "an experiment's decisions.csv", dtype={"run_id": str, "scheduler": str})
+    return read_csv_checked(path, "an experiment's decisions.csv", ("run_id", "scheduler"),
+                            dtype={"run_id": str, "scheduler": str})
 
 
 def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[str]) -> pd.DataFrame:
