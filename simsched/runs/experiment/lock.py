@@ -55,8 +55,11 @@ class FolderLock:
     """``with FolderLock(folder, flag="--out") as lock:`` holds the folder; ``lock.warning`` is the
     stale-lock notice to print (or None)."""
 
-    def __init__(self, folder: str | Path, flag: str = "--out") -> None:
-        self.path = Path(folder) / LOCK
+    def __init__(self, folder: str | Path, flag: str = "--out", *, output: str | Path | None = None) -> None:
+        """``output``: lock one output file (``learn --out FILE``) rather than the whole folder: the lock
+        is then ``.FILE.lock`` beside it, and the messages name the file."""
+        self.path = Path(folder) / (LOCK if output is None else f".{Path(output).name}.lock")
+        self.what = Path(folder) if output is None else Path(folder) / Path(output).name
         self.flag = flag
         self.fd: int | None = None
         self.warning: str | None = None
@@ -81,7 +84,7 @@ class FolderLock:
             os.close(fd)
             who = (f"pid {holder[0]} on {holder[1]} since {holder[2]}" if holder
                    else "another simsched process")
-            raise InputError(f"{self.path.parent} is in use by {who}; wait, or choose another {self.flag}") from None
+            raise InputError(f"{self.what} is in use by {who}; wait, or choose another {self.flag}") from None
         previous = _holder(os.pread(fd, 512, 0).decode("utf-8", "replace"))
         host = socket.gethostname()
         if previous and previous[0] != os.getpid() and previous[1] == host and not _alive(previous[0]):

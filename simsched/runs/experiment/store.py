@@ -59,6 +59,10 @@ REJECTED = "results.rejected.csv"
 MAX_RESULTS_BYTES = 2 * 1024**3  # a results.csv larger than this is not a store (1M runs are ~300 MB)
 
 
+#: the most warning lines a resume prints about rows moved aside (the rest are counted on the last)
+MAX_NOTICES = 3
+
+
 def _line(values: Sequence[Any]) -> bytes:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(["" if v is None else _text(v) for v in values])
@@ -206,6 +210,8 @@ class ResultStore:
                                 "write); dropped, and its run is done again")
         good: list[list[str]] = []
         rejected: list[list[str]] = []
+        moved: list[str] = []
+        moved_lines: list[int] = []
         seen: set[str] = set()
         first_metric = len(expected_start)
         for line, row in body:
@@ -229,11 +235,17 @@ class ResultStore:
                     why = f"not a finite number in {', '.join(bad[:3])}" + (" ..." if len(bad) > 3 else "")
             if why:
                 rejected.append(row)
-                self.notices.append(f"warning: {self.results_path}:{line}: run {run_id or '?'}: {why}; moved to "
-                                    f"{REJECTED}" + (", and the run is done again" if run_id in planned else ""))
+                moved.append(f"warning: {self.results_path}:{line}: run {run_id or '?'}: {why}; moved to "
+                             f"{REJECTED}" + (", and the run is done again" if run_id in planned else ""))
+                moved_lines.append(line)
                 continue
             seen.add(run_id)
             good.append(row)
+        # at most MAX_NOTICES lines however many rows were moved: the first ones, then a count
+        self.notices += moved if len(moved) <= MAX_NOTICES else moved[:MAX_NOTICES - 1] + [
+            f"warning: {self.results_path}: {len(moved) - MAX_NOTICES + 1} more rows (lines "
+            f"{moved_lines[MAX_NOTICES - 1]}-{moved_lines[-1]}) moved to {REJECTED} for such reasons; "
+            "the planned ones are done again"]
         if rejected:
             _append(self.folder / REJECTED, b"".join(_line(r) for r in
                                                      ([list(header)] if not (self.folder / REJECTED).exists()
