@@ -366,7 +366,6 @@ def fair_cases(draw):
             draw(st.sampled_from(["none", "strict", "borrow"])), draw(st.sampled_from(["true", "false"])))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def _two_type_scenario(tmp, rows, quotas, scheduler: str):
     """A V100 node and a K80 node (8 GPUs each) with the quotas of the tenants the jobs name, the
     jobs of a fair_cases() draw, heterogeneous placement and a 1 s restart penalty; and those tenants."""
@@ -380,6 +379,7 @@ def _two_type_scenario(tmp, rows, quotas, scheduler: str):
     return path, present
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=fair_cases())
 def test_fair_share_runs_every_job_and_keeps_strict_quotas(tmp_path_factory, case):
     """On a V100 node and a K80 node (8 GPUs each; typed jobs may run on the other type), every

@@ -134,10 +134,13 @@ def test_anything_a_policy_raises_is_one_line_naming_file_and_line(folder: Path,
         assert f"pol.py:{_line_of(where, folder)}:" in err[0]
 
 
-def test_a_job_id_whose_hash_raises_never_reaches_the_engine(folder: Path) -> None:
-    """The decision is copied into plain str and int before the engine sees it."""
-    assert main(["s.toml", "--policy", "pol.py:ReturnsBadId", "--quiet", "--out", "out"]) == 0
-    assert json.loads((folder / "out" / "summary.json").read_text())["completed"] == 2
+def test_a_job_id_that_is_a_str_subclass_is_refused_naming_it(folder: Path, capsys) -> None:
+    """A str subclass may redefine equality and hashing (this one's __hash__ raises): it is refused in
+    one line naming the class (issue 39, round three), and never reaches the engine."""
+    assert main(["s.toml", "--policy", "pol.py:ReturnsBadId", "--quiet", "--out", "out"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Start.job_id must be the job's job_id string" in err[0], err
+    assert "a BadId, a subclass of str" in err[0]
 
 
 def test_a_ctrl_c_inside_a_policy_stays_an_interrupt(folder: Path, capsys) -> None:

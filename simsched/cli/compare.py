@@ -16,6 +16,7 @@ from simsched.cli.args import scheduler_flags as _scheduler_flags
 from simsched.cli.args import settings_of
 from simsched.config.resolve import scenario_path as _scenario_path
 from simsched.config.scenario import load_scenario
+from simsched.core.arguments import MAX_DECIDE_TIMEOUT_S
 from simsched.core.atomic import check_out_dir
 from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
@@ -34,6 +35,7 @@ from simsched.runs.compare import (
     warnings_of,
     write_partial,
 )
+from simsched.runs.experiment.lock import FolderLock
 
 #: compare --keep-going: the exit code when some runs failed (docs/assignment.md, "For teachers")
 KEEP_GOING_EXIT = 4
@@ -109,60 +111,71 @@ def compare_command(argv: list[str]) -> int:
             scenario_inputs(load_scenario(instance))
         check_outputs([Path(args.out) / name for name in COMPARE_FILES],
                       [Path(args.out) / "jobs", Path(args.out) / "plots"])
+    if args.decide_timeout is not None and args.decide_timeout > MAX_DECIDE_TIMEOUT_S:  # the OS timer's range
+        raise InputError(f"{_command('compare')}: --decide-timeout: must be at most {MAX_DECIDE_TIMEOUT_S:g} s "
+                         f"(a week; leave the flag off for no limit), got {args.decide_timeout:g}")
     timeout = args.decide_timeout if args.decide_timeout is not None else (
         DEFAULT_DECIDE_TIMEOUT_S if args.keep_going else None)
     where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs,
                  out=args.out, resume=args.resume, keep_going=args.keep_going, decide_timeout=timeout)
+    # one comparison per --out folder (its journal, tables and PARTIAL marker), as an experiment's store
+    lock = FolderLock(check_out_dir(args.out)).acquire() if args.out else None
+    if lock is not None and lock.warning:
+        print(lock.warning, file=sys.stderr)
     try:
-        if args.quiet:
-            result = run_compare(spec, **where)
-        else:
-            with Progress(TextColumn("[bold]compare"), BarColumn(), TextColumn("{task.fields[detail]}"),
-                          TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-                task = bar.add_task("runs", total=None, detail="")
+        try:
+            if args.quiet:
+                result = run_compare(spec, **where)
+            else:
+                with Progress(TextColumn("[bold]compare"), BarColumn(), TextColumn("{task.fields[detail]}"),
+                              TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+                    task = bar.add_task("runs", total=None, detail="")
 
-                def show(snap) -> None:
-                    left = "" if snap.left_s is None else f"  about {snap.left_s:,.0f} s left"
-                    running = ", ".join(snap.running[:3]) + (" ..." if len(snap.running) > 3 else "")
-                    bar.update(task, completed=snap.done, total=snap.total,
-                               detail=f"{snap.done}/{snap.total} runs finished{left}  running: {running or '-'}")
+                    def show(snap) -> None:
+                        left = "" if snap.left_s is None else f"  about {snap.left_s:,.0f} s left"
+                        running = ", ".join(snap.running[:3]) + (" ..." if len(snap.running) > 3 else "")
+                        bar.update(task, completed=snap.done, total=snap.total,
+                                   detail=f"{snap.done}/{snap.total} runs finished{left}  running: {running or '-'}")
 
-                result = run_compare(spec, **where, progress=show)
-    except WorkerDied as exc:  # the user's policy ended its worker process: bad input, finished runs kept
-        if args.out:
-            command = _command("compare", *(a for a in argv if a not in ("--resume", "--debug")))
-            write_partial(args.out, exc, command)
-        raise InputError(f"{exc} ({len(exc.rows)} of {exc.total} runs finished"
-                         + (f", kept in {args.out}, marked PARTIAL)" if args.out else ")")) from None
-    except CompareInterrupted as exc:
-        code = exit_code(exc)
-        what = "terminated" if code == 143 else "interrupted"
-        if args.out:
-            command = _command("compare", *(a for a in argv if a not in ("--resume", "--debug")))
-            write_partial(args.out, exc, command)
-            print(f"{what}: {len(exc.rows)} of {exc.total} runs finished, kept in {args.out} (marked PARTIAL, "
-                  "nothing ranked); continue with --resume", file=sys.stderr)
-        else:
-            print(f"{what}: {len(exc.rows)} of {exc.total} runs finished; nothing ranked "
-                  "(give --out DIR to keep finished runs and --resume later)", file=sys.stderr)
-        return code
-    for warning in warnings_of(result):  # before the tables, where they are seen
-        print(f"warning: {warning}", file=sys.stderr)
-    for failure in result.failed:  # --keep-going: each failed run, one line, before the tables
-        print(f"failed: {failure['scheduler']} on {failure['instance']} (seed {failure['seed']}): {failure['error']}",
-              file=sys.stderr)
-    if not args.quiet:
-        tables = rich_tables(result)
-        console = wide_console(tables)  # piped: as wide as the tables, so no header is cut
-        for table in tables:
-            console.print(table)
-    if args.out:
-        paths = result.write(args.out, format=args.format or "csv")
-        if pictures:
-            paths += draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
+                    result = run_compare(spec, **where, progress=show)
+        except WorkerDied as exc:  # the user's policy ended its worker process: bad input, finished runs kept
+            if args.out:
+                command = _command("compare", *(a for a in argv if a not in ("--resume", "--debug")))
+                write_partial(args.out, exc, command)
+            raise InputError(f"{exc} ({len(exc.rows)} of {exc.total} runs finished"
+                             + (f", kept in {args.out}, marked PARTIAL)" if args.out else ")")) from None
+        except CompareInterrupted as exc:
+            code = exit_code(exc)
+            what = "terminated" if code == 143 else "interrupted"
+            if args.out:
+                command = _command("compare", *(a for a in argv if a not in ("--resume", "--debug")))
+                write_partial(args.out, exc, command)
+                print(f"{what}: {len(exc.rows)} of {exc.total} runs finished, kept in {args.out} (marked PARTIAL, "
+                      "nothing ranked); continue with --resume", file=sys.stderr)
+            else:
+                print(f"{what}: {len(exc.rows)} of {exc.total} runs finished; nothing ranked "
+                      "(give --out DIR to keep finished runs and --resume later)", file=sys.stderr)
+            return code
+        for warning in warnings_of(result):  # before the tables, where they are seen
+            print(f"warning: {warning}", file=sys.stderr)
+        for failure in result.failed:  # --keep-going: each failed run, one line, before the tables
+            print(f"failed: {failure['scheduler']} on {failure['instance']} (seed {failure['seed']}): {failure['error']}",
+                  file=sys.stderr)
         if not args.quiet:
-            print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
-    if result.failed:
-        print(f"{len(result.failed)} run(s) failed and are not ranked (exit {KEEP_GOING_EXIT})", file=sys.stderr)
-        return KEEP_GOING_EXIT
-    return 0
+            tables = rich_tables(result)
+            console = wide_console(tables)  # piped: as wide as the tables, so no header is cut
+            for table in tables:
+                console.print(table)
+        if args.out:
+            paths = result.write(args.out, format=args.format or "csv")
+            if pictures:
+                paths += draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
+            if not args.quiet:
+                print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+        if result.failed:
+            print(f"{len(result.failed)} run(s) failed and are not ranked (exit {KEEP_GOING_EXIT})", file=sys.stderr)
+            return KEEP_GOING_EXIT
+        return 0
+    finally:
+        if lock is not None:
+            lock.release()

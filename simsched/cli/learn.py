@@ -32,6 +32,7 @@ from simsched.learning.gp import (
     learn_config,
 )
 from simsched.present.plots.draw import draw
+from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.parallel import EXECUTORS
 
 
@@ -92,6 +93,9 @@ def learn_command(argv: list[str]) -> int:
         console.print(f"no checkpoint at {ckpt}: starting from the first generation")
     kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume,
                   objective_fn=FITNESS_ENGINES[args.fitness_engine])
+    lock = FolderLock(out.parent, output=out).acquire()  # one learner per --out file (and its checkpoint)
+    if lock.warning and not args.quiet:
+        console.print(lock.warning)
     try:
         if args.quiet:
             result = learn(args.scenario, config, **kwargs)
@@ -126,6 +130,8 @@ def learn_command(argv: list[str]) -> int:
                  else "; no checkpoint yet")
         print(f"{what}{where}", file=sys.stderr)
         return code
+    finally:
+        lock.release()
     if not args.quiet:
         valid = result.meta["validation"]
         console.print(f"learned: {valid['winner']['infix']}")

@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         code = interrupts.exit_code(exc)
         return _fail(exc, f"{'terminated' if code == 143 else 'interrupted'}: stopped before any output "
                      "was written", code, debug)
+    except BrokenPipeError:  # `... --json | head -c 100`: the reader has gone; end quietly, as `cat` does
+        return closed_pipe()
     except OSError as exc:
         if exc.errno not in RESOURCE_ERRNOS:
             return _fail(exc, f"internal error: {type(exc).__name__}: {_one_line(exc)} "
@@ -72,6 +74,23 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last guard: a bug, reported on one line
         return _fail(exc, f"internal error: {type(exc).__name__}: {_one_line(exc)} "
                      "(a bug in simsched; --debug shows the traceback)", 1, debug)
+
+
+#: the exit code of a program whose output pipe was closed (128 + SIGPIPE, what a shell reports for `cat`)
+PIPE_EXIT = 141
+
+
+def closed_pipe() -> int:
+    """Point stdout at /dev/null (Python's final flush would raise again) and return :data:`PIPE_EXIT`."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (a test's capture): nothing to do
+        pass
+    return PIPE_EXIT
 
 
 def resource_line(exc: OSError) -> str:

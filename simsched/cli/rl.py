@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from simsched.cli.args import Parser as _Parser
 from simsched.cli.args import clock as _clock
@@ -19,10 +18,12 @@ from simsched.cli.args import positive_float as _positive_float
 from simsched.cli.args import positive_int as _positive_int
 from simsched.config.resolve import scenario_path as _scenario_path
 from simsched.config.scenario import load_scenario
+from simsched.core.atomic import check_out_file
 from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
 from simsched.core.inputs import check_outputs, note_read, scenario_inputs
 from simsched.learning.rl_train import TrainConfig, TrainProgress, checkpoint_path, train
+from simsched.runs.experiment.lock import FolderLock
 
 ACTIONS = ("train",)
 
@@ -76,9 +77,7 @@ def _train(argv: list[str]) -> int:
         raise InputError(f"{_command('rl', 'train')} needs gymnasium: {install_hint('rl')}") from None
 
     args = _parser().parse_args(argv)
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise InputError(f"{_command('rl', 'train')}: --out: folder {out.parent} does not exist")
+    out = check_out_file(args.out)  # a file in a writable folder: `--out .` is a folder, refused in one line
     flags = {"episodes": args.episodes, "batch": args.batch, "learning_rate": args.lr, "rollouts": args.rollouts,
              "validation": args.validation, "eval_every": args.eval_every, "top_k": args.top_k,
              "order": args.order, "reward": args.reward, "jobs": args.jobs, "seed": args.seed}
@@ -97,6 +96,9 @@ def _train(argv: list[str]) -> int:
     check_outputs([out, ckpt])
     if args.resume and not ckpt.exists() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first update")
+    lock = FolderLock(out.parent, output=out).acquire()  # one trainer per --out file (and its checkpoint)
+    if lock.warning and not args.quiet:
+        console.print(lock.warning)
     try:
         if args.quiet:
             agent = train(args.scenario, config, out=out, workers=workers, resume=args.resume)
@@ -119,6 +121,8 @@ def _train(argv: list[str]) -> int:
         where = f"; continue with --resume from {ckpt}" if ckpt.is_file() else ""
         print(f"interrupted{where}", file=sys.stderr)
         return 130
+    finally:
+        lock.release()
     if not args.quiet:
         first = agent.meta["history"][0]["validation_jct"]
         console.print(f"best validation mean JCT {agent.meta['validation_jct']:,.0f} s "

@@ -18,6 +18,7 @@ import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -194,8 +195,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             type_text="array of tables", example='[{ name = "vc1", gpus = 4 }]'),
         Key("quota_file", str, "A dated quota table (tenants' GPUs over time) in place of `[[cluster.tenant]]`.",
             None, type_text="path", example='"quotas.csv"'),
-        Key("quota_start", str, "The date the run's time 0 falls on in `quota_file` (default: its first row).",
-            None, context='quota_file = "quotas.csv"', example='"2020-04-01"'),
+        Key("quota_start", (str, date), "The date the run's time 0 falls on in `quota_file` (default: its "
+            "first row): a TOML date (2020-04-01) or that text.",
+            None, context='quota_file = "quotas.csv"', example='"2020-04-01"', type_text="date or string"),
     ),
     "cluster.nodes": (
         Key("count", int, "Nodes in the group.", min_value=1, example="4"),

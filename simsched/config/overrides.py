@@ -143,4 +143,6 @@ def _resized(scenario: Scenario, keys: Mapping[str, Any], label: str) -> tuple[C
     if cluster.tenants or cluster.quota_schedule is not None:
         raise InputError(f"{label}: cluster.nodes: cluster {cluster.name} gives tenants quotas; resize it in its "
                          "own file, where the quotas can follow")
-    return (replace(cluster, nodes=(replace(cluster.nodes[0], count=nodes),)),)
+    resized = (replace(cluster, nodes=(replace(cluster.nodes[0], count=nodes),)),)
+    scenario_module.check_fleet(f"{label}: cluster.nodes = {nodes}", resized)  # as the same number in a file
+    return resized

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import csv
 import math
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 from simsched.core.errors import InputError
 from simsched.core.inputs import missing_or_irregular, note_read
 from simsched.core.model import QuotaSchedule
+from simsched.core.params import check_name
 
 DAY_S = 86400.0
 
@@ -30,14 +31,14 @@ def _day(text: str, where: str) -> date:
         raise InputError(f"{where}: {text!r} is not a date YYYY-MM-DD") from None
 
 
-def read_quota_table(path: Path, start: str | None, start_key: str, cluster: str, capacity: float) -> QuotaSchedule:
+def read_quota_table(path: Path, start: str | date | None, start_key: str, cluster: str, capacity: float) -> QuotaSchedule:
     """The schedule of ``path`` from ``start``; a day whose quotas add up to more than ``capacity``
     GPUs (cluster ``cluster``) is an error naming its line."""
     if not path.is_file():
         raise InputError(f"{path}: quota table {missing_or_irregular(path)}")
     note_read(path, "quota table")
     try:
-        with path.open(newline="", encoding="utf-8") as fh:
+        with path.open(newline="", encoding="utf-8-sig") as fh:  # Excel's "CSV UTF-8" starts with a BOM
             rows = list(csv.reader(fh))
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
@@ -46,6 +47,15 @@ def read_quota_table(path: Path, start: str | None, start_key: str, cluster: str
     if not rows or not rows[0] or rows[0][0].strip() != "date":
         raise InputError(f"{path}:1: a quota table starts with the header date,<tenant>,...[,total]")
     header = [h.strip() for h in rows[0]]
+    while len(header) > 1 and header[-1] == "" and all(len(row) < len(header) or not row[len(header) - 1].strip()
+                                                      for row in rows[1:]):
+        # a spreadsheet's trailing comma: an empty last column, dropped from the header and every row
+        header.pop()
+        rows = [rows[0][:len(header)]] + [row[:len(header)] for row in rows[1:]]
+    for k, name in enumerate(header[1:], start=2):
+        if not name:
+            raise InputError(f"{path}:1: column {k} has no tenant name; every column after date names a tenant")
+        check_name(name, lambda message, k=k: InputError(f"{path}:1: column {k}: tenant {message}"))
     columns = [k for k, name in enumerate(header) if k > 0 and name != "total"]
     tenants = tuple(header[k] for k in columns)
     if not tenants:
@@ -77,7 +87,9 @@ def read_quota_table(path: Path, start: str | None, start_key: str, cluster: str
         days.append((day, tuple(values), line))
     if not days:
         raise InputError(f"{path}: the quota table has no rows")
-    first = days[0][0] if start is None else _day(start, start_key)
+    if isinstance(start, datetime):
+        raise InputError(f"{start_key}: {start} is a date and time; give the date alone, e.g. {start.date()}")
+    first = days[0][0] if start is None else start if isinstance(start, date) else _day(start, start_key)
     if first < days[0][0]:
         raise InputError(f"{start_key}: {first} is before the quota table's first date {days[0][0]} ({path})")
     in_force = max(k for k, (day, _, _) in enumerate(days) if day <= first)

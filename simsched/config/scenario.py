@@ -30,6 +30,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ from simsched.core.model import (
     builtin_gpu_types,
     keep_nodes_per_type,
 )
-from simsched.core.params import Params
+from simsched.core.params import Params, check_name
 from simsched.workloads import builders_registry
 from simsched.workloads.instances import SETS, instance_spec
 from simsched.workloads.registry import ReadContext
@@ -329,13 +330,19 @@ def _clusters(top: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]
             raise top.error("cluster", "must be an array of tables [[cluster]]")
         clusters.extend(_cluster_entry(DeclaredParams(entry, f"cluster[{i}]", path), path, base, gpu_types,
                                        (path.resolve(),)))
-    nodes = sum(group.count for c in clusters for group in c.nodes)
-    limits.check_memory(f"{path}: cluster", "nodes", nodes, limits.BYTES_PER_NODE)
+    check_fleet(f"{path}: cluster", clusters)
     names = [c.name for c in clusters]
     for name in names:
         if names.count(name) > 1:
             raise top.error("cluster", f"cluster name {name!r} is used twice; names must be unique")
     return tuple(clusters)
+
+
+def check_fleet(where: str, clusters: tuple[ClusterSpec, ...] | list[ClusterSpec]) -> None:
+    """The fleet-wide size checks, for a fleet read from a file and for one an override resized
+    (``--set cluster.nodes``, an experiment's override or sweep): one place, so no path skips them."""
+    nodes = sum(group.count for c in clusters for group in c.nodes)
+    limits.check_memory(where, "nodes", nodes, limits.BYTES_PER_NODE)
 
 
 def _cluster_entry(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType],
@@ -408,7 +415,7 @@ def _with_tenants(cluster: ClusterSpec, p: Params, base: Path) -> ClusterSpec:
         if p.has("tenant"):
             raise p.error("quota_file", "give quotas either as [[cluster.tenant]] tables or as a quota_file, not both")
         file = p.get_path("quota_file", base)
-        start = p.get("quota_start")
+        start = p.get("quota_start", (str, date))  # a TOML date (2020-01-02) or its text
         schedule = read_quota_table(file, start, f"{p.file}: {p.key('quota_start')}", cluster.name,
                                     cluster.total_gpus)
         return replace(cluster, quota_schedule=schedule)
@@ -519,10 +526,12 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
     clusters = p.get_list("clusters", str, None)
     mix = p.get("tenant_mix")
     if mix is not None:
+        for tenant in mix:
+            check_name(tenant, lambda message: p.error("tenant_mix", message))
         if not mix or not all(isinstance(k, str) and k.strip() and isinstance(v, (int, float))
                               and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for k, v in mix.items()) \
-                or not sum(mix.values()) > 0:
-            raise p.error("tenant_mix", "must be a table of tenant = weight (numbers >= 0, not all 0), "
+                or not 0 < sum(mix.values()) < math.inf:  # each weight finite, and their sum too
+            raise p.error("tenant_mix", "must be a table of tenant = weight (numbers >= 0, not all 0, finite sum), "
                                         f'e.g. {{ vc1 = 0.6, vc2 = 0.4 }}; got {mix!r}')
     spec = WorkloadSpec(
         source=source,

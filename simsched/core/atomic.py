@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,6 +49,42 @@ def named(exc: OSError, path: str | Path) -> OSError:
     if exc.filename is None and exc.errno is not None:
         return type(exc)(exc.errno, exc.strerror, str(path))
     return exc
+
+
+def open_own(path: str | Path, flags: int, mode: int = 0o666) -> int:
+    """``os.open(path, flags | O_NOFOLLOW)`` for a file simsched writes in place inside a folder that
+    others may write into (a shared results folder, an unpacked archive): the store lock, the
+    experiment store's appends, the compare journal.
+
+    A symbolic link there (``.simsched.lock -> ../thesis.tex``) or anything but a regular file (a
+    FIFO, a device) is refused with :class:`InputError`, before a byte is written: following it
+    would truncate or append to a file outside the folder. Files replaced whole go through
+    :func:`replacing` instead (a fresh ``mkstemp`` name, then a rename, which replaces a link
+    itself, never its target)."""
+    path = Path(path)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    nonblock = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not block the open
+    try:
+        fd = os.open(path, flags | nofollow | nonblock | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and path.is_symlink():  # EMLINK: the BSDs' answer
+            raise InputError(f"{path}: is a symbolic link; simsched writes only regular files here "
+                             "(remove the link)") from None
+        if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader, a socket, a folder
+            raise InputError(f"{path}: is not a regular file; simsched writes only regular files here "
+                             "(remove it)") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{path}: is not a regular file; simsched writes only regular files here "
+                             "(remove it)")
+        if nonblock:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @contextmanager

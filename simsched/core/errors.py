@@ -7,13 +7,45 @@ exits with code 2. Anything else that escapes is an internal error (code 1).
 
 from __future__ import annotations
 
+import unicodedata
+
 
 class SimschedError(Exception):
     """Base class of every error simsched raises on purpose."""
 
 
 class InputError(SimschedError):
-    """Bad user input: the message names the file, key or line and what is valid."""
+    """Bad user input: the message names the file, key or line and what is valid. Its text shows
+    invisible and bidirectional characters escaped (:func:`visible`): a tenant ``b<U+200B>`` beside
+    ``b`` reads as two names."""
+
+    def __str__(self) -> str:
+        return visible(super().__str__())
+
+
+#: Unicode categories shown escaped in messages: format characters (zero-width, bidirectional
+#: overrides, BOM), line and paragraph separators, private use, unassigned, surrogates
+_HIDDEN = frozenset({"Cf", "Zl", "Zp", "Co", "Cn", "Cs"})
+
+
+def hidden(char: str) -> bool:
+    """A character a terminal does not show as itself: a control (but newline and tab), a format or
+    bidirectional character, a space other than the ASCII space."""
+    category = unicodedata.category(char)
+    return (category in _HIDDEN or (category == "Zs" and char != " ")
+            or (category == "Cc" and char not in "\n\t"))
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` with every :func:`hidden` character (but those in ``keep``) written ``<U+200B>``."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"<U+{ord(c):04X}>" if c not in keep and hidden(c) else c for c in text)
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters (Unicode Cc: NUL, newline, ESC ...) in ``text``, as ``U+0000``."""
+    return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cc"]
 
 
 class DecisionError(SimschedError):

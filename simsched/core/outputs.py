@@ -62,6 +62,28 @@ DTYPES: dict[str, dict[str, str]] = {
 }  # fmt: skip
 
 
+#: the columns a read-back table must have: what every reader of it (``load_run``, ``simsched plot``,
+#: the notebook's figures) uses, and what every run of every version wrote; a table without one
+#: (a spreadsheet export that dropped columns) is one line naming the file and the missing columns,
+#: not a KeyError in a figure later (issue 39)
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "jobs.csv": ("job_id", "submit", "start", "end", "wait", "jct", "cluster", "gpu_type", "gpus", "status"),
+    "events.csv": EVENT_COLUMNS,
+    "nodes.csv": NODE_COLUMNS,
+    "spells.csv": ("job_id", "spell", "start", "end", "end_event", "cluster", "gpu_type"),
+    "timeline.csv": ("time", "cluster", "gpu_type", "busy_milli", "running", "queued"),
+}
+
+
+def check_columns(frame: pd.DataFrame, path: str | Path, kind: str) -> None:
+    """Every column of :data:`REQUIRED_COLUMNS` ``[kind]`` is in ``frame``, else one InputError line."""
+    missing = [c for c in REQUIRED_COLUMNS.get(kind, ()) if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: not a whole simsched {kind} table: missing column{'s' * (len(missing) > 1)} "
+                         f"{', '.join(missing)} (a spreadsheet export drops columns; rerun the scenario with "
+                         "--out to write it again)")
+
+
 #: a text cell starting with one of these runs as a formula when the CSV is opened in a spreadsheet
 #: (OWASP, "CSV Injection"); such a cell is written with a leading ' (the spreadsheet shows the text)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -110,18 +132,23 @@ def read_json_object(path: str | Path, what: str) -> dict:
     return data
 
 
-def read_csv_checked(path: str | Path, what: str, **options: Any) -> pd.DataFrame:
+def read_csv_checked(path: str | Path, what: str, required: Sequence[str] = (), **options: Any) -> pd.DataFrame:
     """``pd.read_csv`` for a file simsched wrote and reads back: a missing, empty, binary or damaged
-    file is one :class:`InputError` naming it, never a pandas traceback."""
+    file, or one without a ``required`` column, is one :class:`InputError` naming it, never a
+    pandas traceback or a KeyError later."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
     try:
-        return pd.read_csv(path, encoding="utf-8", **options)
+        frame = pd.read_csv(path, encoding="utf-8", **options)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: empty file, expected {what}") from None
     except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError) as exc:
         raise InputError(f"{path}: not {what} ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: not {what}: missing column{'s' * (len(missing) > 1)} {', '.join(missing)}")
+    return frame
 
 
 def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
@@ -157,6 +184,7 @@ def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
     if len(missing) == len(schema):
         raise InputError(f"{path}: none of the columns of a simsched {kind or path.name} table "
                          f"({', '.join(list(schema)[:4])}, ...); another tool wrote it")
+    check_columns(frame, path, kind or path.name)
     for column in frame.columns:
         if column in text_columns:
             frame[column] = frame[column].astype("string")
@@ -227,6 +255,7 @@ def _read_parquet(path: Path, kind: str, schema: dict[str, str]) -> pd.DataFrame
     if not any(c in frame.columns for c in schema):
         raise InputError(f"{path}: none of the columns of a simsched {kind} table "
                          f"({', '.join(list(schema)[:4])}, ...); another tool wrote it")
+    check_columns(frame, path, kind)
     for column in frame.columns:
         kind_of = schema.get(column)
         if kind_of == _STR:

@@ -10,12 +10,12 @@ readers, generators, policies, compare and learning.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from simsched.core import limits
-from simsched.core.errors import InputError, did_you_mean
+from simsched.core.errors import InputError, control_characters, did_you_mean
 
 _MISSING = object()
 
@@ -70,6 +70,8 @@ class Params:
         if not ok:
             names = " or ".join(_type_name(k) for k in kinds)
             raise self.error(name, f"must be {names}, got {value!r}")
+        if name == "name" and isinstance(value, str):
+            check_name(value, lambda message: self.error(name, message))
         if isinstance(value, float) and not math.isfinite(value):  # nan/inf pass every range check
             raise self.error(name, f"must be a finite number, got {value!r}")
         if choices is not None and value not in choices:
@@ -134,3 +136,14 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
         return " or ".join(_type_name(k) for k in kind)
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
             list: "a list", dict: "a table"}.get(kind, kind.__name__)
+
+
+def check_name(text: str, error: Callable[[str], Exception]) -> str:
+    """A name (every key called ``name``, a tenant in ``tenant_mix`` or a quota table's header) holds
+    no control character: a NUL or a newline in a scenario's name ends up in labels and file names
+    ("embedded null byte"). ``error(message)`` makes the exception to raise."""
+    bad = control_characters(text)
+    if bad:
+        raise error(f"{text!r} holds control characters ({', '.join(dict.fromkeys(bad))}); "
+                    "a name is printable text")
+    return text

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from simsched.config.scenario import load_scenario
+from simsched.core import atomic
 from simsched.core.errors import InputError
 from simsched.core.inputs import note_read
 from simsched.rl.agent import LinearAgent
@@ -243,11 +244,10 @@ def _config_key(scenario: Path, config: TrainConfig) -> str:
 
 def _save_checkpoint(path: Path, key: str, agent: LinearAgent, adam: Adam, update: int, best: np.ndarray,
                      best_jct: float | None, history: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, params=agent.parameters(), m=adam.m, v=adam.v, t=np.array(adam.t), update=np.array(update),
-             best=best, best_jct=np.array(np.nan if best_jct is None else best_jct),
-             key=np.array(key), history=np.array(json.dumps(history)))
-    tmp.replace(path)
+    with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:  # a fresh name, never a planted link
+        np.savez(fh, params=agent.parameters(), m=adam.m, v=adam.v, t=np.array(adam.t), update=np.array(update),
+                 best=best, best_jct=np.array(np.nan if best_jct is None else best_jct),
+                 key=np.array(key), history=np.array(json.dumps(history)))
 
 
 def train(scenario: str | Path, config: TrainConfig, *, out: str | Path, workers: int = 1,

@@ -133,9 +133,9 @@ class UserPolicy:
             if not isinstance(start, Start):
                 raise self.error(f"{self.name}.decide: Decision.starts holds {start!r:.60}; every item must be "
                                  "Start(job_id, nodes)")
-            if not isinstance(start.job_id, str):
-                raise self.error(f"{self.name}.decide: Start.job_id must be the job's job_id string, "
-                                 f"got {start.job_id!r:.60}")
+            if type(start.job_id) is not str:  # noqa: E721 - a str subclass may change what equality and hashing mean
+                raise self.error(f"{self.name}.decide: Start.job_id must be the job's job_id string (a plain "
+                                 f"str, e.g. job.job_id), got {_kind(start.job_id)}")
             if not isinstance(start.nodes, (tuple, list)) or not start.nodes:
                 raise self.error(f"{self.name}.decide: Start({start.job_id!r}).nodes must be a non-empty tuple "
                                  f"of node indices (one per worker), got {start.nodes!r:.60}")
@@ -144,9 +144,9 @@ class UserPolicy:
                     raise self.error(f"{self.name}.decide: Start({start.job_id!r}) node ids must be integers "
                                      f"(indices into view.free), got {node!r:.60}")
         for job_id in decision.preempts:
-            if not isinstance(job_id, str):
-                raise self.error(f"{self.name}.decide: Decision.preempts must hold job_id strings, "
-                                 f"got {job_id!r:.60}")
+            if type(job_id) is not str:  # noqa: E721 - as Start.job_id
+                raise self.error(f"{self.name}.decide: Decision.preempts must hold job_id strings (plain str, "
+                                 f"e.g. job.job_id), got {_kind(job_id)}")
         # plain str and int copies: a subclass's own __hash__, __eq__ or __index__ never reaches the engine
         return Decision(starts=tuple(Start(str.__str__(start.job_id), tuple(int(node) for node in start.nodes))
                                      for start in decision.starts),
@@ -289,3 +289,16 @@ def check_interface(policy: UserPolicy) -> list[str]:
     if policy.interval_s is not None:
         found.append(f"interval_s = {policy.interval_s:g}")
     return found
+
+
+def _kind(value: Any) -> str:
+    """``'j1' (a MyId, a subclass of str)`` or ``5 (int)``: what a policy gave where a plain str belongs;
+    the value is shown through str's own repr, never the subclass's."""
+    cls = type(value)
+    if isinstance(value, str):
+        return f"{str.__repr__(value)[:60]} (a {cls.__name__}, a subclass of str)"
+    try:
+        shown = repr(value)[:60]
+    except Exception:  # noqa: BLE001 - the user's __repr__
+        shown = "<unprintable>"
+    return f"{shown} ({cls.__name__})"

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simsched.core import atomic
 from simsched.core.errors import InputError
 from simsched.core.inputs import missing_or_irregular, note_read
 from simsched.rl.features import CANDIDATE_FEATURES, GLOBAL_TAIL, FleetShape, ObsConfig
@@ -92,9 +93,8 @@ class LinearAgent:
                 "features": list(CANDIDATE_FEATURES) + [f"speed_{t}" for t in self.shape.gpu_types],
                 "globals": [f"free_{c}_{t}" for c, t in self.shape.groups] + list(GLOBAL_TAIL),
                 "training": self.meta}
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, theta=self.theta, meta=np.array(json.dumps(meta)))
-        tmp.replace(path)
+        with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:  # a fresh name, never a planted link
+            np.savez(fh, theta=self.theta, meta=np.array(json.dumps(meta)))
         return path
 
     @classmethod

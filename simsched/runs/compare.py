@@ -265,7 +265,9 @@ class _Journal:
     def add(self, index: int, row: dict[str, Any]) -> None:
         with self.lock:
             self.rows[index] = row
-            with self.path.open("a", encoding="utf-8") as fh:
+            # in place, so never through a link planted after the journal was made (open_own)
+            fd = atomic.open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with open(fd, "a", encoding="utf-8", closefd=True) as fh:
                 fh.write(json.dumps({"index": index, "task": _task_key(self.tasks[index]), "row": row}) + "\n")
                 fh.flush()
 
@@ -294,6 +296,16 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
         load_scenario(instance)
     for key, value in (scheduler_keys or {}).items():  # a bad flag value names the flag
         load_scenario(path).with_scheduler_keys({key: value}, f"--{key}")
+    decided = {"policy"} | {key for table_ in options.values() for key in table_}  # what each label sets
+    for key in settings or {}:
+        section, _, rest = key.partition(".")
+        if section == "scheduler" and rest in decided:
+            raise InputError(f"--set {key}: is decided by each compared scheduler (it would run one setting under "
+                             "every label, and the table would show one scheduler's numbers under several "
+                             f"names); use --{rest} where it exists, or [compare.options.LABEL] tables"
+                             if rest != "policy" else
+                             f"--set {key}: the compared schedulers decide the policy (it would run one policy "
+                             "under every label); give them with --schedulers")
     for instance in instances:  # a bad --set key or value fails before any run
         _with_settings(load_scenario(instance), dict(settings or {}))
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
@@ -629,6 +641,10 @@ def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> lis
 def warnings_of(result: CompareResult) -> list[str]:
     """Everything to say before the tables: the runs' warnings and the schedulers that left jobs unfinished."""
     said = list(result.warnings)
+    rank_by = result.spec.rank_by
+    if not pd.to_numeric(result.runs.get(rank_by, pd.Series(dtype=float)), errors="coerce").notna().any():
+        said.append(f"no run has a value of {rank_by} (it needs tenants, and these runs have none, or it is a "
+                    "mean over no jobs): every run ties on it; choose another --rank-by")
     marked = unfinished_runs(result)
     if marked:
         totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
@@ -663,7 +679,10 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
     metrics = list(METRICS) + extra_metrics(runs)
-    higher = dict((key, better) for key, _, better in metrics)
+    higher = {key: better for key, _, better, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS}
+    higher.update((key, better) for key, _, better in metrics)
+    if spec.rank_by not in runs.columns:  # a tenant metric on runs without tenants: no values, every run ties
+        runs[spec.rank_by] = math.nan
     runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
     marked = ranking.incomplete_counts(runs)
     eligible = [name for name in order if name not in marked] or order

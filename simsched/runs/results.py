@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.core import arguments
 from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
 from simsched.core.outputs import read_csv_checked, require_format
@@ -42,7 +43,7 @@ CONFIDENCE = 0.95
 def load_run(out_dir: str | Path) -> RunResult:
     """The :class:`~simsched.runs.single.RunResult` a run wrote into ``out_dir`` (``--out``), in CSV or
     Parquet (``--format``), every table with its documented column types."""
-    return RunResult.load(out_dir)
+    return RunResult.load(arguments.path(out_dir, "out_dir", "simsched.load_run"))
 
 
 # -- a comparison ----------------------------------------------------------------------------
@@ -175,10 +176,23 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
     ``compare --out`` there (the per-job tables of ``keep_jobs`` in ``format``: csv or parquet).
     ``keep_going``/``decide_timeout``: as the command's flags.
     """
+    # every argument is checked here, with the CLI's one-line errors (simsched.core.arguments)
+    caller = "simsched.compare"
     require_format(format, "simsched.compare(format=...)")
-    path = scenario_of(scenario, "simsched.compare").path
-    if isinstance(schedulers, str):
-        schedulers = [name.strip() for name in schedulers.split(",") if name.strip()]
+    path = scenario_of(scenario, caller).path
+    schedulers = scheduler_names(schedulers, caller)
+    seeds = arguments.optional_whole(seeds, "seeds", caller)
+    jobs_limit = arguments.optional_whole(jobs_limit, "jobs_limit", caller)
+    workers = arguments.optional_whole(workers, "workers", caller)
+    keep_jobs = arguments.flag(keep_jobs, "keep_jobs", caller)
+    keep_going = arguments.flag(keep_going, "keep_going", caller)
+    if decide_timeout is not None:
+        decide_timeout = arguments.seconds(decide_timeout, "decide_timeout", caller,
+                                           maximum=arguments.MAX_DECIDE_TIMEOUT_S)
+    if rank_by is not None and not isinstance(rank_by, str):
+        raise InputError(f"{caller}: rank_by must be a metric name such as 'avg_jct', got {rank_by!r}")
+    if out is not None:
+        out = arguments.path(out, "out", caller)
     if overrides is not None and not isinstance(overrides, Mapping):
         raise InputError("simsched.compare: overrides must be a dict of dotted scenario keys, "
                          "e.g. {'workload.load': 0.8}")
@@ -193,6 +207,32 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
     if out is not None:
         result.write(out, format=format)
     return Comparison(result)
+
+
+def scheduler_names(schedulers: Any, caller: str) -> list[str] | None:
+    """``schedulers=`` of :func:`compare`: None (the scenario's), a comma-separated text, or a
+    non-empty list of names (``"sjf"``, ``"my_policy.py:MyPolicy"``)."""
+    if schedulers is None:
+        return None
+    if isinstance(schedulers, str):
+        names = [name.strip() for name in schedulers.split(",") if name.strip()]
+    elif isinstance(schedulers, Sequence) or hasattr(schedulers, "__iter__") and not isinstance(schedulers, type):
+        names = list(schedulers)
+    else:
+        names = [schedulers]
+    for name in names:
+        if isinstance(name, type) or (not isinstance(name, str) and callable(getattr(name, "decide", None))):
+            label = name.__name__ if isinstance(name, type) else type(name).__name__
+            raise InputError(f"{caller}: {label} is a policy object; compare runs each policy in its own "
+                             "process from a file, so save the class to a file and pass 'my_policy.py:"
+                             f"{label}' (docs/notebook.md; simsched.run takes the object itself)")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"{caller}: schedulers must be names such as 'sjf' or 'my_policy.py:MyPolicy', "
+                             f"got {name!r}")
+    if not names:
+        raise InputError(f"{caller}: schedulers is empty; give at least one name, or None for the scenario's "
+                         "[compare] schedulers")
+    return [name.strip() for name in names]
 
 
 # -- an experiment ---------------------------------------------------------------------------
@@ -247,6 +287,14 @@ def run_experiment(spec: str | Path, out: str | Path, *, preset: str | None = No
     """Run an experiment spec into the store folder ``out`` (as ``simsched experiment SPEC --out OUT``:
     results.csv and the statistics tables) and return its :class:`ExperimentResult`; ``format`` is
     that of the per-job tables the spec records (csv or parquet)."""
+    caller = "simsched.run_experiment"
+    spec = arguments.path(spec, "spec", caller)
+    out = arguments.path(out, "out", caller)
+    if preset is not None and not isinstance(preset, str):
+        raise InputError(f"{caller}: preset must be a preset's name, got {preset!r}")
+    workers = arguments.optional_whole(workers, "workers", caller)
+    resume = arguments.flag(resume, "resume", caller)
+    require_format(format, f"{caller}(format=...)")
     loaded = load_spec(spec, preset)
     run = run_spec(loaded, out, workers=workers, resume=resume, jobs_format=format)
     jobs = read_jobs(out, run.results, loaded.sweep_keys) if "jobs" in loaded.record else None
@@ -265,7 +313,12 @@ def load_experiment(folder: str | Path, spec: str | Path | None = None, *, metri
 
     The metric is ``metric``, else the spec's (``spec``, with ``preset``), else the one the
     folder's report.md names, else ``objective``."""
-    folder = Path(folder)
+    caller = "simsched.load_experiment"
+    folder = arguments.path(folder, "folder", caller)
+    if spec is not None:
+        spec = arguments.path(spec, "spec", caller)
+    if metric is not None and not isinstance(metric, str):
+        raise InputError(f"{caller}: metric must be a metric name such as 'avg_jct', got {metric!r}")
     if not (folder / "results.csv").is_file():
         raise InputError(f"simsched.load_experiment: {folder}: no results.csv (an experiment --out folder holds it)")
     order: list[str] | None = None
@@ -278,7 +331,8 @@ def load_experiment(folder: str | Path, spec: str | Path | None = None, *, metri
         found = re.search(r"^Metric: `([A-Za-z_]+)`", (folder / "report.md").read_text(encoding="utf-8"), re.M)
         metric = found.group(1) if found else None
     data = read_experiment(folder, metric, order)
-    tables = {table: read_csv_checked(folder / f"{table}.csv", f"an experiment's {table}.csv")
+    required = {"summary": ("scheduler", "n", "mean"), "tests": ("headline", "baseline", "p_value")}
+    tables = {table: read_csv_checked(folder / f"{table}.csv", f"an experiment's {table}.csv", required[table])
               if (folder / f"{table}.csv").is_file() else None for table in ("summary", "tests")}
     return ExperimentResult(folder, data["results"], data["metric"], tables["summary"], tables["tests"],
                             data["decisions"], name, tuple(dict.fromkeys(data["results"]["scheduler"])))

@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from simsched.core import atomic
 from simsched.core.errors import InputError
 
 #: a folder named by a scenario (a trace folder) is shipped whole, up to this many files
@@ -127,18 +128,20 @@ def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     mine = Path(tempfile.gettempdir()) / f"simsched-inputs-{uid}"
     mine.mkdir(mode=0o700, exist_ok=True)
-    if hasattr(os, "getuid") and (mine.is_symlink() or mine.stat().st_uid != os.getuid()):
-        raise InputError(f"{mine}: not a folder of this user's; remove it (simsched mirrors shipped inputs "
-                         "there)")
+    if hasattr(os, "getuid"):
+        if mine.is_symlink() or mine.stat().st_uid != os.getuid():
+            raise InputError(f"{mine}: not a folder of this user's; remove it (simsched mirrors shipped "
+                             "inputs there)")
+        if mine.stat().st_mode & 0o077:  # made by hand or by an old umask: others could plant links in it
+            os.chmod(mine, 0o700)
     root = mine / digest
     for name, data in contents.items():
         target = root / Path(name).relative_to(Path(name).anchor)
         if _same(target, data):
             continue
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.part")
-        partial.write_bytes(data)
-        os.replace(partial, target)  # another worker process may write the same file at once
+        with atomic.replacing(target) as partial:  # a fresh name: another worker may write it at once
+            partial.write_bytes(data)
     return root
 
 

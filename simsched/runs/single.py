@@ -19,7 +19,7 @@ from simsched.config.catalog import build_scheduler, effective_allocation
 from simsched.config.overrides import apply_overrides
 from simsched.config.resolve import scenario_path
 from simsched.config.scenario import Scenario, load_scenario
-from simsched.core import atomic, interrupts, limits, outputs
+from simsched.core import arguments, atomic, interrupts, limits, outputs
 from simsched.core.contract import Scheduler
 from simsched.core.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.core.errors import DecisionError, InputError
@@ -246,12 +246,17 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
     :class:`~simsched.core.errors.InputError` line) and recorded in ``summary["overrides"]``, as are
     ``jobs_limit`` and a scheduler name.
     """
+    # every argument is checked here, with the CLI's one-line errors (simsched.core.arguments)
+    jobs = arguments.optional_whole(jobs, "jobs", "simsched.run")
+    jobs_limit = arguments.optional_whole(jobs_limit, "jobs_limit", "simsched.run")
     if jobs is not None and jobs_limit is not None and jobs != jobs_limit:
         raise InputError(f"simsched.run: jobs={jobs} and jobs_limit={jobs_limit} disagree; give one "
                          "(jobs is jobs_limit's older name)")
     limit = jobs_limit if jobs_limit is not None else jobs
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InputError(f"simsched.run: jobs_limit must be an integer >= 1, got {limit!r}")
+    seed = arguments.optional_whole(seed, "seed", "simsched.run", minimum=0)
+    check_scheduler_argument(scheduler, "simsched.run")
+    if progress is not None and not callable(progress):
+        raise InputError(f"simsched.run: progress must be a function of one argument, got {progress!r}")
     scenario = scenario_of(scenario, "simsched.run")
     if overrides:
         scenario = with_settings(scenario, overrides, "simsched.run(overrides=...)")
@@ -261,7 +266,21 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
         scenario = replace(scenario, overrides={**scenario.overrides, "jobs_limit": limit})
     if isinstance(scheduler, type):
         scheduler = scheduler()
+        check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
     return simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+
+
+def check_scheduler_argument(scheduler: object, caller: str) -> None:
+    """``scheduler=``: None, a policy name, an object with a ``decide(view)`` method or such a class."""
+    if scheduler is None or isinstance(scheduler, str):
+        if isinstance(scheduler, str) and not scheduler.strip():
+            raise InputError(f"{caller}: scheduler must not be empty; give a name such as 'sjf' or 'my_policy.py:MyPolicy'")
+        return
+    if not callable(getattr(scheduler, "decide", None)):
+        what = f"the class {scheduler.__name__}" if isinstance(scheduler, type) else \
+            f"{scheduler!r} ({type(scheduler).__name__})"
+        raise InputError(f"{caller}: scheduler must be a policy name ('sjf', 'my_policy.py:MyPolicy'), an object "
+                         f"with a decide(view) method, or such a class; {what} has no decide method")
 
 
 #: the public name of a run's result in the notebook API (``simsched.Result``)

@@ -21,14 +21,15 @@ def load_compare(folder: str | Path) -> dict[str, Any]:
     """compare_runs.csv, compare.csv (when there) and the per-job tables of ``--keep-jobs`` (``jobs/``)."""
     folder = Path(folder)
     runs = read_csv_checked(folder / "compare_runs.csv", "a compare_runs.csv table",
-                            dtype={"instance": str, "scheduler": str})
-    table = read_csv_checked(folder / "compare.csv", "a compare.csv table", dtype={"scheduler": str}) \
+                            ("instance", "seed", "scheduler"), dtype={"instance": str, "scheduler": str})
+    table = read_csv_checked(folder / "compare.csv", "a compare.csv table", ("metric", "scheduler", "mean"),
+                             dtype={"scheduler": str}) \
         if (folder / "compare.csv").is_file() \
         else None
     jobs: dict[str, list[pd.DataFrame]] = {}
     index = folder / "jobs" / "index.csv"
     if index.is_file():
-        for row in read_csv_checked(index, "a jobs/index.csv table", dtype=str).itertuples(index=False):
+        for row in read_csv_checked(index, "a jobs/index.csv table", ("scheduler", "file"), dtype=str).itertuples(index=False):
             jobs.setdefault(row.scheduler, []).append(read_table(folder / "jobs" / row.file, "jobs.csv"))
     return {"runs": runs, "table": table, "jobs": jobs}
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.core.atomic import replacing as atomic_replacing
+from simsched.core.atomic import write_text
 from simsched.core.version import __version__
 from simsched.present.plots import pyplot
 
@@ -31,8 +33,8 @@ def save_figures(figures: Mapping[str, Any], folder: str | Path, fmt: str = "png
     paths = []
     for name, fig in figures.items():
         path = folder / f"{name}.{fmt}"
-        with plt.rc_context({"svg.hashsalt": name}):
-            fig.savefig(path, format=fmt, dpi=100, metadata=_metadata(fmt))
+        with plt.rc_context({"svg.hashsalt": name}), atomic_replacing(path) as tmp:  # never via a planted link
+            fig.savefig(tmp, format=fmt, dpi=100, metadata=_metadata(fmt))
         if close:
             plt.close(fig)
         paths.append(path)
@@ -123,6 +125,4 @@ def write_report(path: str | Path, title: str, meta: Sequence[tuple[str, Any]],
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
             + "\n".join(parts) + "\n</body></html>\n")
-    path = Path(path)
-    path.write_text(page, encoding="utf-8")
-    return path
+    return write_text(path, page)  # atomically, and never through a planted link

@@ -11,6 +11,9 @@ exits, so a lock can never outlive its process on this host. The file's text
 (``pid host since``) is only the message. When the lock is free but the file
 still names another pid that is dead on this host (the holder was killed
 before it could tidy up), the lock is taken over and a warning says so.
+The lock file is opened with ``O_NOFOLLOW`` and must be a regular file: anyone
+who can write into a shared results folder could otherwise plant
+``.simsched.lock -> ../thesis.tex`` and have the next ``--resume`` empty it.
 On a shared file system ``flock`` is as good as that file system's locking
 (NFSv4 and Lustre pass it to the server); docs/scale-out.md says to keep one
 ``--out`` per driver.
@@ -24,6 +27,7 @@ import socket
 import time
 from pathlib import Path
 
+from simsched.core.atomic import open_own
 from simsched.core.errors import InputError
 
 LOCK = ".simsched.lock"
@@ -51,15 +55,20 @@ class FolderLock:
     """``with FolderLock(folder, flag="--out") as lock:`` holds the folder; ``lock.warning`` is the
     stale-lock notice to print (or None)."""
 
-    def __init__(self, folder: str | Path, flag: str = "--out") -> None:
-        self.path = Path(folder) / LOCK
+    def __init__(self, folder: str | Path, flag: str = "--out", *, output: str | Path | None = None) -> None:
+        """``output``: lock one output file (``learn --out FILE``) rather than the whole folder: the lock
+        is then ``.FILE.lock`` beside it, and the messages name the file."""
+        self.path = Path(folder) / (LOCK if output is None else f".{Path(output).name}.lock")
+        self.what = Path(folder) if output is None else Path(folder) / Path(output).name
         self.flag = flag
         self.fd: int | None = None
         self.warning: str | None = None
 
     def acquire(self) -> FolderLock:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # O_NOFOLLOW and a regular file only: a planted ``.simsched.lock -> ../thesis.tex`` is
+            # refused (exit 2) and its target left as it was (open_own)
+            fd = open_own(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot create the lock file ({exc.strerror or exc})") from None
         try:
@@ -75,7 +84,7 @@ class FolderLock:
             os.close(fd)
             who = (f"pid {holder[0]} on {holder[1]} since {holder[2]}" if holder
                    else "another simsched process")
-            raise InputError(f"{self.path.parent} is in use by {who}; wait, or choose another {self.flag}") from None
+            raise InputError(f"{self.what} is in use by {who}; wait, or choose another {self.flag}") from None
         previous = _holder(os.pread(fd, 512, 0).decode("utf-8", "replace"))
         host = socket.gethostname()
         if previous and previous[0] != os.getpid() and previous[1] == host and not _alive(previous[0]):

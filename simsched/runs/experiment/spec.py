@@ -218,6 +218,8 @@ def load_spec(path: str | Path, preset: str | None = None, max_runs: int = MAX_R
         if key in overrides:
             raise top.error(f"sweep.{key}", "is also in [overrides]; keep it in one of the two")
         sweep.append((key, tuple(values)))
+    _check_scheduler_decides(top, schedulers, "overrides", list(overrides))
+    _check_scheduler_decides(top, schedulers, "sweep", [key for key, _ in sweep])
     _check_grid_size(top, scenarios, instances, schedulers, seeds, ea, sweep, max_runs)
     ea_streams = tuple(range(ea)) if isinstance(ea, int) else ea
     _check_placeholders(top, schedulers, dict(sweep))
@@ -345,6 +347,19 @@ def _check_dotted(top: Params, table: str, key: str) -> None:
         raise top.error(f"{table}.{key}", "must be a dotted scenario key in one of "
                         + ", ".join(f"{s}.*" for s in OVERRIDE_SECTIONS)
                         + " (e.g. workload.load), or cluster.nodes; seeds and schedulers have their own keys")
+
+
+def _check_scheduler_decides(top: Params, schedulers: tuple[SchedulerEntry, ...], table: str,
+                             keys: list[str]) -> None:
+    """An override or sweep of a key that the ``schedulers`` entries decide (``scheduler.policy``,
+    or a ``[scheduler]`` key an entry sets) would run the same thing under every label: the table
+    would show different names with one scheduler's numbers (issue 39). Refused."""
+    decided = {"policy"} | {key for entry in schedulers for key, _ in entry.options}
+    for key in keys:
+        section, _, rest = key.partition(".")
+        if section == "scheduler" and rest in decided:
+            raise top.error(f"{table}.{key}", "is decided by each entry of schedulers = [...] (it would run "
+                            "the same setting under every label); set it in the entries instead")
 
 
 def _check_placeholders(top: Params, schedulers: tuple[SchedulerEntry, ...],

@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.core.atomic import named
+from simsched.core.atomic import named, open_own, replacing
 from simsched.core.errors import InputError
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS
 from simsched.core.outputs import read_csv_checked
@@ -57,6 +57,10 @@ JOBS = "jobs"
 PLAN = "plan.csv"
 REJECTED = "results.rejected.csv"
 MAX_RESULTS_BYTES = 2 * 1024**3  # a results.csv larger than this is not a store (1M runs are ~300 MB)
+
+
+#: the most warning lines a resume prints about rows moved aside (the rest are counted on the last)
+MAX_NOTICES = 3
 
 
 def _line(values: Sequence[Any]) -> bytes:
@@ -73,7 +77,7 @@ def _text(value: Any) -> str:
 
 def _append(path: Path, data: bytes) -> None:
     """Append ``data`` with one write on an O_APPEND descriptor, then fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)  # never through a planted link
     try:
         view = memoryview(data)
         while view:
@@ -87,17 +91,16 @@ def _append(path: Path, data: bytes) -> None:
 
 
 def _rewrite(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically (temporary file + rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise named(exc, path) from exc
+    """Replace ``path`` atomically (a fresh temporary name from :func:`~simsched.core.atomic.replacing`,
+    never a fixed one that a planted link could send elsewhere, then a rename)."""
+    with replacing(path) as tmp:
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise named(exc, path) from exc
 
 
 #: metrics results.csv gained after stores were written (issues 20, 21, 34): a store whose header lacks
@@ -208,6 +211,8 @@ class ResultStore:
                                 "write); dropped, and its run is done again")
         good: list[list[str]] = []
         rejected: list[list[str]] = []
+        moved: list[str] = []
+        moved_lines: list[int] = []
         seen: set[str] = set()
         first_metric = len(expected_start)
         for line, row in body:
@@ -231,11 +236,17 @@ class ResultStore:
                     why = f"not a finite number in {', '.join(bad[:3])}" + (" ..." if len(bad) > 3 else "")
             if why:
                 rejected.append(row)
-                self.notices.append(f"warning: {self.results_path}:{line}: run {run_id or '?'}: {why}; moved to "
-                                    f"{REJECTED}" + (", and the run is done again" if run_id in planned else ""))
+                moved.append(f"warning: {self.results_path}:{line}: run {run_id or '?'}: {why}; moved to "
+                             f"{REJECTED}" + (", and the run is done again" if run_id in planned else ""))
+                moved_lines.append(line)
                 continue
             seen.add(run_id)
             good.append(row)
+        # at most MAX_NOTICES lines however many rows were moved: the first ones, then a count
+        self.notices += moved if len(moved) <= MAX_NOTICES else moved[:MAX_NOTICES - 1] + [
+            f"warning: {self.results_path}: {len(moved) - MAX_NOTICES + 1} more rows (lines "
+            f"{moved_lines[MAX_NOTICES - 1]}-{moved_lines[-1]}) moved to {REJECTED} for such reasons; "
+            "the planned ones are done again"]
         if rejected:
             _append(self.folder / REJECTED, b"".join(_line(r) for r in
                                                      ([list(header)] if not (self.folder / REJECTED).exists()
@@ -315,7 +326,7 @@ def read_results(folder: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise InputError(f"{path}: not found (run the experiment first)")
 
-    return read_csv_checked(path, "an experiment's results.csv", dtype={
+    return read_csv_checked(path, "an experiment's results.csv", ("run_id", "scheduler"), dtype={
         "run_id": str, "scenario": str, "instance": str, "scheduler": str, "scenario_hash": str})
 
 
@@ -325,7 +336,8 @@ def read_decisions(folder: str | Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame(columns=list(DECISION_COLUMNS))
 
-    return read_csv_checked(path, "an experiment's decisions.csv", dtype={"run_id": str, "scheduler": str})
+    return read_csv_checked(path, "an experiment's decisions.csv", ("run_id", "scheduler"),
+                            dtype={"run_id": str, "scheduler": str})
 
 
 def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[str]) -> pd.DataFrame:

@@ -54,9 +54,10 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
+from simsched.core import limits
 from simsched.core.errors import InputError
 from simsched.core.model import Fleet
-from simsched.workloads.generators.venus import bisect_increasing
+from simsched.workloads.generators.venus import bisect_increasing, check_arrivals
 from simsched.workloads.registry import Params, generator
 from simsched.workloads.table import normalize
 
@@ -90,6 +91,10 @@ GPUS_PER_NODE = 8
 DEFAULT_MAX_DURATION_S = 14 * 86_400.0
 COUPLINGS = ("gpu_time", "independent")
 VC_MODES = ("quota", "none")
+#: the largest mean batch: a batch of more jobs than any run holds is one batch; beyond it the
+#: geometric draw's counts overflow
+MAX_BATCH_MEAN = 1e6
+
 #: the standard-normal grid the copula's expectation is integrated on
 _GRID = np.linspace(-8.0, 8.0, 4001)
 
@@ -279,7 +284,7 @@ def generate_helios(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
     cap = params.get("max_duration_s", float, DEFAULT_MAX_DURATION_S, min_value=3600.0)
     coupling = params.get("coupling", str, "gpu_time", choices=COUPLINGS)
     per_day = params.get("jobs_per_day", float, jobs_per_day(known), min_value=0.0, exclusive_min=True)
-    batch_mean = params.get("batch_mean", float, 1.0, min_value=1.0)
+    batch_mean = params.get("batch_mean", float, 1.0, min_value=1.0, max_value=MAX_BATCH_MEAN)
     early = params.get("early_end_share", float, 0.0, min_value=0.0, max_value=1.0)
     vc_mode = params.get("vcs", str, "quota", choices=VC_MODES)
     params.finish()
@@ -289,6 +294,9 @@ def generate_helios(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
         raise InputError(f"{params.file}: the helios generator needs a fleet with GPUs")
     if not (np.array(SIZES) <= max_gpus).any():
         raise params.error("max_gpus", f"keeps no Helios job size (smallest is 1 GPU), got {max_gpus}")
+    limits.check_memory(f"{params.file}: {params.key('jobs')}", "jobs", n_jobs, limits.BYTES_PER_JOB)
+    figures = HELIOS[cluster]
+    check_arrivals(params, n_jobs, per_day, figures["gpu_time"] / figures["gpu_job_num"], fleet.total_gpus)
     try:
         gpus, durations = sizes_and_durations(rng, n_jobs, cluster, single, max_gpus, cap, coupling)
     except InputError as exc:

@@ -41,6 +41,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
+from simsched.core import limits
 from simsched.core.errors import InputError
 from simsched.core.model import Fleet
 from simsched.workloads.generators.sampling import arrivals_for_load
@@ -118,6 +119,26 @@ def duration_law(max_duration_s: float) -> tuple[float, float]:
     return mu, bisect_increasing(lambda s: capped_lognormal_mean(mu, s, max_duration_s), 1e-6, 20.0, target)
 
 
+#: the longest arrival span accepted (s): beyond it submit times lose whole seconds and overflow
+MAX_SPAN_S = 1e12
+
+
+def check_arrivals(params: Params, n_jobs: int, per_day: float, gpu_time_per_job: float, total_gpus: float) -> None:
+    """The size guard of a ``jobs_per_day`` rate (venus, helios; issue 39): the offered load (mean GPU
+    time per job at that rate, over the fleet's GPUs) stays within
+    :data:`~simsched.core.limits.MAX_LOAD`, as ``load`` does for every generator (beyond it every job
+    queues at once and the run would not finish), and the arrivals end within :data:`MAX_SPAN_S`."""
+    load = per_day / 86_400.0 * gpu_time_per_job / total_gpus
+    if not load <= limits.MAX_LOAD:
+        raise params.error("jobs_per_day", f"{per_day:g} jobs a day offer {load:.3g}x the fleet's "
+                           f"{total_gpus:g} GPUs (limit {limits.MAX_LOAD:g}x: beyond it every job queues at "
+                           "once and the run would not finish)")
+    span = n_jobs / per_day * 86_400.0
+    if not span <= MAX_SPAN_S:
+        raise params.error("jobs_per_day", f"{per_day:g} jobs a day spread {n_jobs} jobs over {span:.3g} s "
+                           f"(limit {MAX_SPAN_S:.0e} s, about 30,000 years)")
+
+
 @generator("venus")
 def generate_venus(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd.DataFrame:
     """Venus-like GPU jobs (see the module docstring) for a single-cluster fleet."""
@@ -128,9 +149,10 @@ def generate_venus(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd
     cap = params.get("max_duration_s", float, DEFAULT_MAX_DURATION_S, min_value=3600.0)
     if params.has("load") and params.has("jobs_per_day"):
         raise params.error("load", "give either load (offered load) or jobs_per_day (arrival rate), not both")
-    load = params.get("load", float, None, min_value=0.0, exclusive_min=True)
+    load = params.get("load", float, None, min_value=0.0, exclusive_min=True, max_value=limits.MAX_LOAD)
     per_day = params.get("jobs_per_day", float, JOBS_PER_DAY, min_value=0.0, exclusive_min=True)
     params.finish()
+    limits.check_memory(f"{params.file}: {params.key('jobs')}", "jobs", n_jobs, limits.BYTES_PER_JOB)
     if fleet.total_gpus == 0:
         raise InputError(f"{params.file}: the venus generator needs a fleet with GPUs")
     try:
@@ -147,6 +169,7 @@ def generate_venus(params: Params, rng: np.random.Generator, fleet: Fleet) -> pd
     gpus = sizes[rng.choice(len(sizes), size=n_jobs, p=shares)]
     durations = np.maximum(np.floor(np.minimum(rng.lognormal(mu, sigma, size=n_jobs), cap)), 1.0)
     if load is None:
+        check_arrivals(params, n_jobs, per_day, float(np.mean(gpus * durations)), fleet.total_gpus)
         submits = np.floor(np.cumsum(rng.exponential(86_400.0 / per_day, size=n_jobs)))
     else:
         submits = np.floor(arrivals_for_load(rng, float(np.sum(gpus * durations)), fleet.total_gpus, load, n_jobs))
