@@ -453,19 +453,25 @@ class QueueScheduler:
             out.append(bucket.jobs[0])
         return out
 
-    def borrow_pass(self, view: SchedulerView) -> tuple[Start, ...] | None:
+    def borrow_pass(self, view: SchedulerView, held: list[int] | None = None) -> tuple[Start, ...] | None:
         """Step 3 of ``quota = "borrow"`` (simsched.policies.quota), right after the walk within quotas
         when nothing changed since (no reclaim): the walk again over every waiting job, without
         quotas, with the GPUs the walk left. Exactly the same starts as a new walk over a view of the
         waiting jobs, cheaper: every kind of job still waiting failed in the first walk, either for its
         shape (it fits no free GPUs, and they only shrank) or for its tenant's quota, so only the kinds
         refused for quotas are merged. Its starts; None when the first walk was not one this applies
-        to."""
+        to. ``held``: milli-GPUs per node held for waiting owners (``reclaim = "wait"``), which this
+        pass may not take: they leave the free GPUs in place (the walk's failures hold on fewer)."""
         free = self._after_walk
         self._after_walk = None
         if free is None:
             return None
         memory = self._memory
+        if held is not None:
+            for n, amount in enumerate(held):
+                if amount:
+                    free[n] = max(0, free[n] - amount)
+            memory.most = None
         memory.begin(free, None, True)  # the free GPUs the last walk ended with: every failure holds
         full, quota = memory.full, memory.quota
         groups = view.fleet.groups
