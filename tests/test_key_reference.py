@@ -188,7 +188,7 @@ def test_declared_defaults_are_the_validators():
     sched = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill_setting,
              "reserve_depth": spec.reserve_depth, "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
              "interval_s": spec.interval_s, "restart_penalty_s": spec.restart_penalty_s, "quota": spec.quota,
-             "reclaim": spec.reclaim, "decide_on": spec.decide_on}
+             "reclaim": spec.reclaim, "decide_on": spec.decide_on, "max_wait_s": spec.max_wait_s}
     assert sched == {k.name: k.default for k in SECTIONS["scheduler"]}
     work = scenario.workload
     assert work.generator == scenario_keys.default_of("workload", "generator")

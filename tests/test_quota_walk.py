@@ -15,6 +15,8 @@ without their within-decision memory of failed kinds of job.
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -39,7 +41,7 @@ from simsched.policies.drf import DrfScheduler
 from simsched.policies.ftf import FtfScheduler
 from simsched.policies.placement import RoundRobin, commit, trial
 from simsched.policies.queue import QueueScheduler, _over_quota, place_job
-from simsched.policies.quota import Admission, QuotaScheduler, SubView
+from simsched.policies.quota import EXACT_VICTIMS, Admission, QuotaScheduler, SubView
 from simsched.runs.single import build_tenancy
 from tests.helpers import log, write_scenario
 
@@ -54,14 +56,15 @@ TENANTS = ("x", "y", "z", "w", None)  # w: no quota anywhere (the pool); None: n
 
 
 class ReferenceQuota:
-    """SPEC §3's quota steps, each done the plain way (no memory between or within decisions)."""
+    """SPEC §3's quota steps, each done the plain way (no memory between or within decisions), with
+    the reclaim's victim search (docs/scenarios.md "Reclaim") and the owners' holds ("The owner
+    guarantee") written here from their rules, by brute force, not by calling the wrapper's."""
 
     def __init__(self, ordering, placement, reclaim_placement, backfill: bool, mode: str, reclaim: str) -> None:
         self.ordering, self.placement, self.backfill = ordering, placement, backfill
+        self.reclaim_placement = reclaim_placement
         self.allocation = ALLOCATIONS["home"]()
         self.mode, self.reclaim = mode, reclaim
-        self.wrapper = QuotaScheduler(QueueScheduler(ordering, placement, self.allocation), mode, reclaim,
-                                      reclaim_placement)  # only for its _reclaim (one job's reclaim)
 
     def walk(self, view, jobs, free, admission) -> list[Start]:
         blocked: set[int] = set()
@@ -89,13 +92,161 @@ class ReferenceQuota:
         if self.reclaim == "preempt":
             for job in sorted(view.queue, key=lambda j: (j.submit, j.index)):
                 if job.job_id not in started:
-                    placed = self.wrapper._reclaim(job, view, staged, free, running, preempts)
+                    placed = self.reclaim_one(job, view, staged, free, running, preempts)
                     if placed is not None:
                         starts.append(placed)
                         started.add(placed.job_id)
         rest = [job for job in view.queue if job.job_id not in started]
+        if self.reclaim == "wait":
+            held = self.holds(view, staged, free, running, rest)
+            free = [max(0, f - h) for f, h in zip(free, held)]
         starts += self.walk(SubView(view, rest, running, free, None), rest, free, None)
         return Decision(tuple(starts), tuple(preempts))
+
+    # -- reclaim = "preempt": a job's victims ---------------------------------------------------------
+    def reclaim_one(self, job, view, staged, free, running, preempts) -> Start | None:
+        place = trial(self.reclaim_placement)
+        for option in job.options:
+            need = option.per_worker * job.workers
+            if not staged.admits(job.tenant, option.cluster, option.gpu_type, need):
+                continue
+            group = view.fleet.groups[option.cluster, option.gpu_type]
+            if place(group, option.per_worker, job.workers, list(free)) is not None:
+                return None  # it fits as it is: the borrowing walk starts it
+            eligible = [r for r in running if r.running_cluster == option.cluster
+                        and set(r.running_nodes) & set(group)
+                        and staged.borrowing(r.tenant, r.running_cluster, r.gpu_type_used)]
+            found = (self.one_node(eligible, group, option.per_worker, job.workers, free, staged, place)
+                     or self.across_nodes(eligible, group, option.per_worker, job.workers, free, staged, place))
+            if found is None:
+                continue
+            victims, nodes = found
+            for victim in victims:
+                free_victim(victim, staged, free)
+                running.remove(victim)
+                preempts.append(victim.job_id)
+            for n in nodes:
+                free[n] -= option.per_worker
+            staged.add(job.tenant, option.cluster, option.gpu_type, need)
+            commit(self.reclaim_placement, group, nodes)
+            return Start(job.job_id, nodes)
+        return None
+
+    @staticmethod
+    def may_preempt(victims, staged) -> bool:
+        """Smallest first, each victim's tenant is above its quota just before it is preempted."""
+        scratch = Staged(staged.tenancy)
+        scratch._delta, scratch._type_delta = dict(staged._delta), dict(staged._type_delta)
+        for victim in sorted(victims, key=lambda r: r.run_share * r.workers):
+            if not scratch.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):
+                return False
+            scratch.add(victim.tenant, victim.running_cluster, victim.gpu_type_used, -victim.run_share * victim.workers)
+        return True
+
+    def one_node(self, eligible, group, per_worker, workers, free, staged, place):
+        """Every node, every set of its victims (more than EXACT_VICTIMS: the one greedy set): the
+        cheapest set that fits the job on that node alone."""
+        best = None
+        for n in group:
+            on = sorted((r for r in eligible if n in r.running_nodes), key=lambda r: (-r.run_start, -r.index))
+            deficit = per_worker * workers - free[n]
+            if len(on) > EXACT_VICTIMS:
+                greedy, freed = [], 0
+                for victim in sorted(on, key=lambda r: -r.run_share * r.running_nodes.count(n)):
+                    if freed >= deficit:
+                        break
+                    greedy.append(victim)
+                    freed += victim.run_share * victim.running_nodes.count(n)
+                subsets = [tuple(greedy)] if freed >= deficit else []
+            else:
+                subsets = [c for size in range(1, len(on) + 1) for c in combinations(on, size)]
+            for subset in subsets:
+                if sum(r.run_share * r.running_nodes.count(n) for r in subset) < deficit:
+                    continue
+                if not self.may_preempt(subset, staged):
+                    continue
+                scratch = list(free)
+                for victim in subset:
+                    for m in victim.running_nodes:
+                        scratch[m] += victim.run_share
+                nodes = place((n,), per_worker, workers, scratch)
+                if nodes is None:
+                    continue
+                cost = (sum(r.run_share * r.workers for r in subset), len(subset),
+                        min((-r.run_start, -r.index) for r in subset), n)
+                if best is None or cost < best[0]:
+                    best = (cost, list(subset), nodes)
+        return None if best is None else (best[1], best[2])
+
+    @staticmethod
+    def across_nodes(eligible, group, per_worker, workers, free, staged, place):
+        """Nodes with the most GPUs free or borrowed first, their victims largest share there first,
+        until the job fits the group; then only the victims on its nodes (unless it needs the others)."""
+        room = {n: free[n] + sum(r.run_share * r.running_nodes.count(n) for r in eligible) for n in group}
+        scratch, chosen = list(free), []
+        scratch_staged = Staged(staged.tenancy)
+        scratch_staged._delta, scratch_staged._type_delta = dict(staged._delta), dict(staged._type_delta)
+        for n in sorted(group, key=lambda m: (-room[m], m)):
+            on = sorted((r for r in eligible if n in r.running_nodes and r not in chosen),
+                        key=lambda r: (-r.run_share * r.running_nodes.count(n), -r.run_start, -r.index))
+            for victim in on:
+                if not scratch_staged.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):
+                    continue
+                free_victim(victim, scratch_staged, scratch)
+                chosen.append(victim)
+                nodes = place(group, per_worker, workers, list(scratch))
+                if nodes is not None:
+                    mine = [v for v in chosen if set(v.running_nodes) & set(nodes)]
+                    check = list(free)
+                    for victim_ in mine:
+                        for m in victim_.running_nodes:
+                            check[m] += victim_.run_share
+                    fits = all(check[m] >= per_worker * nodes.count(m) for m in set(nodes))
+                    return (mine if fits else chosen), nodes
+        return None
+
+    # -- reclaim = "wait": the owners' holds ----------------------------------------------------------
+    def holds(self, view, staged, free, running, waiting) -> list[int]:
+        """Oldest first, every waiting job its tenant's room admits (in a cluster with quotas) holds the
+        GPUs of its earliest fit, tried at now and at every running job's end (all jobs ended by then
+        give theirs back), on the GPUs the holds before it leave; its tenant's room is charged."""
+        held = [0] * len(free)
+        scratch_staged = Staged(staged.tenancy)
+        scratch_staged._delta, scratch_staged._type_delta = dict(staged._delta), dict(staged._type_delta)
+        place = trial(self.reclaim_placement)
+        ends = sorted({r.run_start + (r.run_penalty + r.remaining_work / r.run_speed) for r in running})
+        for job in sorted(waiting, key=lambda j: (j.submit, j.index)):
+            best = None
+            for option in job.options:
+                need = option.per_worker * job.workers
+                if not view.tenants.limited(option.cluster) or not scratch_staged.admits(
+                        job.tenant, option.cluster, option.gpu_type, need):
+                    continue
+                group = view.fleet.groups[option.cluster, option.gpu_type]
+                for t in [view.now, *(e for e in ends if e > view.now)]:
+                    scratch = [f - h for f, h in zip(free, held)]
+                    for r in running:
+                        if r.run_start + (r.run_penalty + r.remaining_work / r.run_speed) <= t:
+                            for m in r.running_nodes:
+                                scratch[m] += r.run_share
+                    nodes = place(group, option.per_worker, job.workers, [max(0, x) for x in scratch])
+                    if nodes is not None:
+                        if best is None or t < best[0]:
+                            best = (t, nodes, option, need)
+                        break
+            if best is None:
+                continue
+            _, nodes, option, need = best
+            for n in nodes:
+                held[n] += option.per_worker
+            scratch_staged.add(job.tenant, option.cluster, option.gpu_type, need)
+        return held
+
+
+def free_victim(victim, staged, free) -> None:
+    for n in victim.running_nodes:
+        free[n] += victim.run_share
+    staged.add(victim.tenant, victim.running_cluster, victim.gpu_type_used, -victim.run_share * victim.workers)
 
 
 def workload(seed: int, count: int) -> list[JobSpec]:
@@ -159,10 +310,11 @@ def test_only_a_reclaims_start_moves_round_robin(tmp_path):
     node (1 GPU free on nodes 1 and 2) and blocks the line; y (a, 1 GPU) waits behind it. In the
     reclaim step x finds no borrower; y fits the free GPUs, so its reclaim stops at that trial
     placement (the borrowing pass would start it; here the line is blocked). x and y start at 1000.
-    c (no quota: a pool of 0 GPUs, always borrowing) fills 5 GPUs at 2000 (nodes 0 1 2 0 1); z (a, 2
-    workers of 1 GPU) arrives at 2010, does not fit, and reclaims: c5 (newest, node 1) is preempted,
-    and the reclaim's placement, whose pointer no start has moved, puts z on nodes 1 then 2. Before,
-    y's trial at 1 had moved that pointer to node 2, and z went on "2 1"."""
+    c (no quota: a pool of 0 GPUs, always borrowing) fills 5 GPUs at 2000 (nodes 0 1 2 0 1, the
+    pointer's walk, which y's trial at 1 would have shifted); z (a, 2 workers of 1 GPU) arrives at
+    2010, does not fit, and reclaims on one node: node 2, with 1 GPU free, needs the fewest GPUs
+    preempted (c3's one), so z goes on "2 2" and c3 comes back there at 2110. (Before the search per
+    node, newest-first preempted c5 on node 1 and z went on "1 2".)"""
     clusters = '''[[cluster]]
 name = "c0"
 nodes = [{ count = 3, gpus = 2, gpu_type = "V100" }]
@@ -185,10 +337,10 @@ gpus = 4
         (1100, "finish", "x", ""), (1100, "finish", "y", ""),
         (2000, "start", "c1", "0"), (2000, "start", "c2", "1"), (2000, "start", "c3", "2"),
         (2000, "start", "c4", "0"), (2000, "start", "c5", "1"),
-        (2010, "preempt", "c5", ""), (2010, "start", "z", "1 2"),
-        (2110, "finish", "z", ""), (2110, "start", "c5", "2"),
-        (3000, "finish", "c1", ""), (3000, "finish", "c2", ""), (3000, "finish", "c3", ""),
-        (3000, "finish", "c4", ""), (3100, "finish", "c5", "")]
+        (2010, "preempt", "c3", ""), (2010, "start", "z", "2 2"),
+        (2110, "finish", "z", ""), (2110, "start", "c3", "2"),
+        (3000, "finish", "c1", ""), (3000, "finish", "c2", ""), (3000, "finish", "c4", ""),
+        (3000, "finish", "c5", ""), (3100, "finish", "c3", "")]
 
 
 @settings(max_examples=60, deadline=None)
@@ -216,8 +368,8 @@ class CountingWalk(QueueScheduler):
 
     continued = 0
 
-    def borrow_pass(self, view):
-        starts = super().borrow_pass(view)
+    def borrow_pass(self, view, held=None):
+        starts = super().borrow_pass(view, held)
         if starts:
             CountingWalk.continued += 1
         return starts
@@ -231,6 +383,18 @@ class CountingQuota(QuotaScheduler):
     def _reclaim_pass(self, *args):
         CountingQuota.general += 1
         return super()._reclaim_pass(*args)
+
+
+class HoldingQuota(QuotaScheduler):
+    """The wrapper, counting the decisions in which owners held GPUs that were free."""
+
+    held = 0
+
+    def owner_holds(self, view, staged, free, running, started):
+        held = super().owner_holds(view, staged, free, running, started)
+        if held is not None and any(h and f for h, f in zip(held, free)):
+            HoldingQuota.held += 1
+        return held
 
 
 def test_the_workloads_exercise_every_step():
@@ -253,6 +417,11 @@ def test_the_workloads_exercise_every_step():
         found["borrowed"] += sum(borrowed.get(j, 1e18) < first.get(j, 1e18) for j in borrowed)
     found["continued walk started jobs"] = CountingWalk.continued
     found["general steps"] = CountingQuota.general
+    HoldingQuota.held = 0
+    for seed in range(6):  # reclaim = "wait": owners' holds that kept GPUs from borrowers
+        events(HoldingQuota(QueueScheduler(ORDERINGS["fifo"], PLACEMENTS["best_fit"](), ALLOCATIONS["home"]()),
+                            "borrow", "wait", PLACEMENTS["best_fit"]()), workload(seed, 70), "borrow", "wait", True)
+    found["holds for owners"] = HoldingQuota.held
     assert all(count > 0 for count in found.values()), found
 
 

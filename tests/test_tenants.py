@@ -65,6 +65,129 @@ def test_borrow_wait_returns_the_owners_quota_as_borrowed_jobs_end(tmp_path):
         (100, "start", "b1"), (100, "start", "a5"), (150, "finish", "b1"), (200, "finish", "a5")]
 
 
+ONE_NODE = '''[[cluster]]
+name = "c0"
+nodes = [{ count = 1, gpus = 8, gpu_type = "V100" }]
+[[cluster.tenant]]
+name = "a"
+gpus = 4
+[[cluster.tenant]]
+name = "b"
+gpus = 4
+'''
+
+
+def test_borrow_wait_holds_freed_gpus_for_a_wide_owner_job(tmp_path):
+    """Issue 36's reproduction: one node of 8 GPUs, a and b 4 each; a submits a 1-GPU 100 s job
+    every 10 s from 0 to 2,000 s, b one 4-GPU 50 s job at 55 s. At 55 a runs 6 jobs (2 borrowed,
+    a5 and a6, ending at 140 and 150): b1 reserves 4 GPUs at 110 (a1 and a2 end at 100 and 110), so
+    nobody borrows the GPUs freed meanwhile, and b1 starts at 110, before the borrowed jobs end
+    (before the fix it waited 2,485 s while a started 195 jobs beyond its quota)."""
+    jobs = [f"a{i + 1},{10 * i},100,1,a" for i in range(201)] + ["b1,55,50,4,b"]
+    result = run(tmp_path, 'policy = "fifo"\nquota = "borrow"\nreclaim = "wait"', jobs=jobs, clusters=ONE_NODE)
+    rows = result.jobs.set_index("job_id")
+    assert rows.loc["b1", "start"] == 110
+    borrowed_at_arrival = [f"a{i}" for i in (5, 6)]  # the 5th and 6th GPUs a held at 55
+    assert rows.loc["b1", "start"] <= rows.loc[borrowed_at_arrival, "end"].max()
+    # between b1's arrival and its start, a started nothing (it was above its quota all along)
+    assert not ((rows["tenant"] == "a") & (rows["start"] > 55) & (rows["start"] < 110)).any()
+    assert rows["end"].notna().all()
+
+
+TWO_NODES = '''[[cluster]]
+name = "c0"
+nodes = [{ count = 2, gpus = 8, gpu_type = "V100" }]
+[[cluster.tenant]]
+name = "a"
+gpus = 8
+[[cluster.tenant]]
+name = "b"
+gpus = 8
+'''
+
+
+def test_borrow_preempt_finds_the_node_to_reclaim(tmp_path):
+    """Issue 36's 2x8 case: a (quota 8) fills both nodes with 1-GPU jobs at 0 (a1..a8 on node 0,
+    a9..a16 on node 1); a1 and a2 end at 100 and a17, a18 take their GPUs on node 0. At 150 b's
+    8-GPU job arrives, a holding 16 (8 borrowed). Newest-first preemption freed a18, a17 (node 0) and
+    a16..a11 (node 1), a then at its quota, and b1 fitted no node, so nothing was reclaimed. The
+    search per node finds a node whose victims free 8 GPUs, fewest GPUs preempted (8 on either node;
+    ties: the lowest index): node 0's a3..a8, a17, a18. b1 starts at 150."""
+    jobs = ([f"a{i},0,{100 if i <= 2 else 1000},1,a" for i in range(1, 17)]
+            + ["a17,100,1000,1,a", "a18,100,1000,1,a", "b1,150,50,8,b"])
+    result = run(tmp_path, 'policy = "fifo"\nquota = "borrow"\nreclaim = "preempt"\nrestart_penalty_s = 5',
+                 jobs=jobs, clusters=TWO_NODES)
+    at_150 = [(e, j, d) for t, e, j, d in log(result) if t == 150 and e != "arrive"]
+    victims = {f"a{i}" for i in (3, 4, 5, 6, 7, 8, 17, 18)}
+    assert {j for e, j, _ in at_150 if e == "preempt"} == victims
+    assert ("start", "b1", "0") in at_150
+    assert result.jobs.set_index("job_id").loc["b1", "start"] == 150
+
+
+def owner_starts_ok(jobs: list[tuple], quotas: dict[str, int], events: list[tuple]) -> str | None:
+    """The owner guarantee on one node (SPEC §3, reclaim = "wait"), read from an event log alone: no
+    job of a tenant at or above its quota starts while a job of a tenant within its quota waits that
+    its room admits (after the in-quota starts made before it in that decision), unless that owner
+    job starts at that very time. On one node every GPU is one the owner's job could use. Returns a
+    description of the first breach, or None."""
+    spec = {job_id: (submit, gpus, tenant) for job_id, submit, _, gpus, tenant in jobs}
+    usage = dict.fromkeys(quotas, 0)
+    started: set[str] = set()
+    start_time: dict[str, float] = {}
+    for t, event, job_id, _ in events:
+        if event == "start":
+            start_time.setdefault(job_id, t)
+    for t, event, job_id, _ in events:
+        submit, gpus, tenant = spec[job_id]
+        if event in ("finish", "preempt"):
+            usage[tenant] -= gpus
+            if event == "preempt":
+                started.discard(job_id)
+            continue
+        if event != "start":
+            continue
+        if usage[tenant] + gpus > quotas[tenant]:  # a borrowing start
+            for other, (o_submit, o_gpus, o_tenant) in spec.items():
+                if (other not in started and o_submit <= t and start_time.get(other, 1e18) > t
+                        and usage[o_tenant] + o_gpus <= quotas[o_tenant]):
+                    return f"{job_id} ({tenant}) borrowed at {t} while {other} ({o_tenant}) waited within quota"
+        usage[tenant] += gpus
+        started.add(job_id)
+    return None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 300), st.sampled_from([10, 50, 100, 400]), st.sampled_from([1, 2, 4, 6]),
+                          st.sampled_from(["a", "b", "c"])), min_size=1, max_size=40),
+       st.sampled_from(["fifo", "sjf", "drf", "ftf"]))
+def test_borrow_wait_no_borrowing_on_an_owners_gpus(tmp_path, rows, policy):
+    """Property (issue 36, build 1): under borrow + wait, after an in-quota owner job arrives, no job
+    of a tenant at or above its quota starts on GPUs the owner's job could use (one node: any of
+    them), unless the owner's job has already started."""
+    quotas = {"a": 4, "b": 3, "c": 1}
+    jobs = [(f"j{i}", submit, duration, gpus, tenant)
+            for i, (submit, duration, gpus, tenant) in enumerate(sorted(rows, key=lambda row: row[0]))
+            if gpus <= quotas[tenant] or tenant == "c"]  # c: a job wider than its quota only ever borrows
+    jobs += [(f"late_{tenant}", 5000, 1, 1, tenant) for tenant in quotas]  # (every tenant with a quota has jobs)
+    clusters = '''[[cluster]]
+name = "c0"
+nodes = [{ count = 1, gpus = 8, gpu_type = "V100" }]
+[[cluster.tenant]]
+name = "a"
+gpus = 4
+[[cluster.tenant]]
+name = "b"
+gpus = 3
+[[cluster.tenant]]
+name = "c"
+gpus = 1
+'''
+    result = run(tmp_path, f'policy = "{policy}"\nquota = "borrow"\nreclaim = "wait"',
+                 jobs=[f"{j},{s},{d},{g},{t}" for j, s, d, g, t in jobs], clusters=clusters)
+    assert owner_starts_ok(jobs, quotas, log(result)) is None
+    assert result.jobs["end"].notna().all()
+
+
 def test_none_ignores_quotas_and_matches_a_run_without_tenants(tmp_path):
     with_tenants = run(tmp_path, 'policy = "fifo"')
     plain = [",".join(row.split(",")[:4]) for row in JOBS]

@@ -256,6 +256,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             + ", ".join(f'"{m}"' for m in BACKFILL_MODES), type_text="boolean or string", example='"easy"'),
         Key("reserve_depth", int, "Reservations for the first k jobs that cannot start.",
             1, min_value=1, requires='backfill = "easy"', example="2"),
+        Key("max_wait_s", float, "Starvation guard: a job queued longer than this goes to the front of the "
+            "ordering (oldest first) and gets the reservation, as Slurm's age factor does; queue-order policies.",
+            None, min_value=0, exclusive_min=True, example="604800.0"),
         Key("allocation", str, "Which cluster a job goes to.", "home", choices=ALLOCATIONS, example='"mct"'),
         Key("heterogeneous", bool, "Let typed jobs run on other GPU types, their run time scaled by speed.", False,
             example="true"),

@@ -79,6 +79,8 @@ def scheduler_table(spec: SchedulerSpec) -> dict[str, Any]:
         table["interval_s"] = spec.interval_s
     if spec.reserve_depth != 1:
         table["reserve_depth"] = spec.reserve_depth
+    if spec.max_wait_s is not None:
+        table["max_wait_s"] = spec.max_wait_s
     if spec.decide_on != "event":
         table["decide_on"] = spec.decide_on
     if spec.quota != "none":  # tenants' quotas: dropping them would run every override without quotas

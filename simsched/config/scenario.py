@@ -115,6 +115,7 @@ class SchedulerSpec:
     reserve_depth: int = 1  # easy: the first k jobs that cannot start get reservations
     quota: str = "none"  # tenants' quotas: "none" | "strict" | "borrow" (SPEC §3)
     reclaim: str = "preempt"  # borrow: how an owner gets lent GPUs back, "preempt" | "wait"
+    max_wait_s: float | None = None  # starvation guard (SPEC §3): jobs queued longer go first; None = off
 
     @property
     def backfill_setting(self) -> bool | str:
@@ -191,6 +192,8 @@ class Scenario:
             table["interval_s"] = spec.interval_s
         if spec.reserve_depth != 1:
             table["reserve_depth"] = spec.reserve_depth
+        if spec.max_wait_s is not None:
+            table["max_wait_s"] = spec.max_wait_s
         if changes.get("policy", spec.policy) == spec.policy:
             table.update(spec.options)
         table.update(changes)
@@ -620,6 +623,7 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
         interval_s=p.get("interval_s"),
         restart_penalty_s=p.get("restart_penalty_s"),
         decide_on=p.get("decide_on"),
+        max_wait_s=p.get("max_wait_s"),
         options=p.rest(SCHEDULER_COMMON + ("reserve_depth",)),
     )
     p.finish()

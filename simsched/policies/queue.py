@@ -263,7 +263,8 @@ class QueueScheduler:
     fast_reservations = True
 
     def __init__(self, ordering: Ordering, placement: Placement, allocation: Allocation,
-                 backfill: bool = True, reserve: str = "none", reserve_depth: int = 1) -> None:
+                 backfill: bool = True, reserve: str = "none", reserve_depth: int = 1,
+                 max_wait_s: float | None = None) -> None:
         self.ordering = ordering
         self.placement = placement
         self.allocation = allocation
@@ -271,6 +272,9 @@ class QueueScheduler:
         # "easy" / "conservative": backfilling with reservations (simsched.policies.reservations)
         self.reserve = reserve
         self.reserve_depth = math.inf if reserve == "conservative" else reserve_depth
+        # the starvation guard (SPEC §3): a job queued longer than this goes first (None: off)
+        self.max_wait_s = max_wait_s
+        self.supports_max_wait = True
         # the walk with reservations without a profile array (simsched.policies.easy): same decisions
         self._reserving = (ReservingWalk(self.reserve_depth) if reserve != "none" and self.fast_reservations
                            else None)
@@ -352,7 +356,7 @@ class QueueScheduler:
         return place_remembered(self._memory, job, signature, kind, shape, groups, self.placement, free, failed,
                                 blocked, admission)
 
-    def _decide_buckets(self, view: SchedulerView, admission) -> Decision:
+    def _decide_buckets(self, view: SchedulerView, admission, aged: list[JobView] = ()) -> Decision:
         self._sync(view)
         free = list(view.free)
         groups = view.fleet.groups
@@ -362,6 +366,12 @@ class QueueScheduler:
         # with backfill off a failure also depends on which clusters are blocked, which can differ
         # between decisions with the same free GPUs: reuse failures only when backfilling
         memory.begin(free, admission, backfill)
+        blocked: set[int] = set()
+        first: list[Start] = []
+        if aged:  # the guard: the jobs queued too long are walked first, then the buckets' merge
+            first = self._walk_aged(aged, view, free, blocked, admission)
+            if first:
+                memory.most = None
         full, refused = memory.full, memory.quota_failures(admission)
         vector = self._vector is not None
         heap: list = []
@@ -381,10 +391,14 @@ class QueueScheduler:
                     continue
             if not bucket.begin(self.ordering, view.now):
                 self._after_walk = None
+                # (a NaN key: the plain sorted walk, without the guard's pre-pass, whose starts are dropped)
                 return self._decide_sorted_fallback(view, admission)
             key, job = bucket.head()
             heap.append((key, order, bucket, job))
-        starts = self._merge(heap, view, free, admission)
+        skip = {start.job_id for start in first}
+        starts = first + self._merge(heap, view, free, admission, blocked, skip)
+        if skip:  # the guard's starts the merge did not pass over (their bucket left it) leave the buckets
+            self.forget([job_id for job_id in skip if job_id in self._signature_of])
         if starts:
             memory.most = None  # (the starts took free GPUs)
         memory.end(free, admission)
@@ -392,7 +406,32 @@ class QueueScheduler:
         self._after_walk = free if admission is not None and backfill else None
         return Decision(tuple(starts)) if starts else EMPTY_DECISION
 
-    def _merge(self, heap: list, view: SchedulerView, free: list[int], admission) -> list[Start]:
+    def _walk_aged(self, aged: list[JobView], view: SchedulerView, free: list[int], blocked: set[int],
+                   admission) -> list[Start]:
+        """The guard's jobs in their order, each started when it fits ``free`` (and its quota). The
+        first that does not fit blocks its cluster's line (``blocked``) in every mode without
+        reservations: with greedy backfill too, the guard's coarsest reservation (all the cluster's
+        GPUs, until it starts), as nothing else would keep later jobs off the GPUs it waits for."""
+        groups = view.fleet.groups
+        memory = self._memory
+        cluster_count = len(view.fleet.cluster_names)
+        starts: list[Start] = []
+        for job in aged:
+            signature = self._signature_of[job.job_id]
+            cluster = signature[0]
+            if cluster in blocked:
+                continue
+            kind, shape = memory.ids(signature)
+            nodes = self._place(job, signature, kind, shape, groups, free, memory.options, blocked, admission)
+            if nodes is None:
+                if not _over_quota(job, cluster, admission):
+                    blocked.update(range(cluster_count) if cluster is None else (cluster,))
+                continue
+            starts.append(Start(job.job_id, nodes))
+        return starts
+
+    def _merge(self, heap: list, view: SchedulerView, free: list[int], admission,
+               blocked: set[int] | None = None, skip: set[str] = frozenset()) -> list[Start]:
         """Merge the buckets' heads in ``heap`` (key, order, bucket, job) in key order, starting every
         job that fits ``free`` (and ``admission``'s quotas); the buckets forget the jobs started."""
         buckets = self._buckets
@@ -402,12 +441,20 @@ class QueueScheduler:
         full, refused = memory.full, memory.quota_failures(admission)
         failed = memory.options
         heapq.heapify(heap)
-        blocked: set[int] = set()
+        blocked = set() if blocked is None else blocked
         cluster_count = len(view.fleet.cluster_names)
         starts: list[Start] = []
         touched: dict[int, SortedBucket | ColumnBucket] = {}
         while heap:
             _, order, bucket, job = heapq.heappop(heap)
+            if skip and job.job_id in skip:  # started by the guard's pre-pass: taken out of its bucket
+                touched[order] = bucket
+                bucket.take()
+                del self._signature_of[job.job_id]
+                head = bucket.head()
+                if head is not None:
+                    heapq.heappush(heap, (head[0], order, bucket, head[1]))
+                continue
             cluster = bucket.cluster
             if cluster in blocked:
                 continue
@@ -453,19 +500,25 @@ class QueueScheduler:
             out.append(bucket.jobs[0])
         return out
 
-    def borrow_pass(self, view: SchedulerView) -> tuple[Start, ...] | None:
+    def borrow_pass(self, view: SchedulerView, held: list[int] | None = None) -> tuple[Start, ...] | None:
         """Step 3 of ``quota = "borrow"`` (simsched.policies.quota), right after the walk within quotas
         when nothing changed since (no reclaim): the walk again over every waiting job, without
         quotas, with the GPUs the walk left. Exactly the same starts as a new walk over a view of the
         waiting jobs, cheaper: every kind of job still waiting failed in the first walk, either for its
         shape (it fits no free GPUs, and they only shrank) or for its tenant's quota, so only the kinds
         refused for quotas are merged. Its starts; None when the first walk was not one this applies
-        to."""
+        to. ``held``: milli-GPUs per node held for waiting owners (``reclaim = "wait"``), which this
+        pass may not take: they leave the free GPUs in place (the walk's failures hold on fewer)."""
         free = self._after_walk
         self._after_walk = None
         if free is None:
             return None
         memory = self._memory
+        if held is not None:
+            for n, amount in enumerate(held):
+                if amount:
+                    free[n] = max(0, free[n] - amount)
+            memory.most = None
         memory.begin(free, None, True)  # the free GPUs the last walk ended with: every failure holds
         full, quota = memory.full, memory.quota
         groups = view.fleet.groups
@@ -529,7 +582,9 @@ class QueueScheduler:
         return self._jobs
 
     def _walk(self, view: SchedulerView, ordered: list[JobView], signature_of: dict[str, tuple],
-              counts: dict, admission) -> Decision:
+              counts: dict, admission, aged: set[str] = frozenset()) -> Decision:
+        """Walk ``ordered``; a job of ``aged`` (the guard's, first in ``ordered``) that does not fit
+        blocks its cluster's line even when backfilling (see :meth:`_walk_aged`)."""
         free = list(view.free)
         groups = view.fleet.groups
         cluster_count = len(view.fleet.cluster_names)
@@ -555,7 +610,7 @@ class QueueScheduler:
                                                    admission)
             if nodes is None:
                 dead.add(signature)
-                if not self.backfill and not _over_quota(job, cluster, admission):
+                if (not self.backfill or job.job_id in aged) and not _over_quota(job, cluster, admission):
                     # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
@@ -570,19 +625,43 @@ class QueueScheduler:
     def decide(self, view: SchedulerView) -> Decision:
         return self.decide_admitted(view, getattr(view, "admission", None))
 
+    def aged(self, view: SchedulerView) -> list[JobView]:
+        """The starvation guard (SPEC §3, ``max_wait_s``): the queued jobs that have waited longer than
+        ``max_wait_s``, longest wait first (ties: submit, input order); they go to the front of the
+        ordering, so the first of them that does not fit gets the reservation. Empty when off."""
+        limit = self.max_wait_s
+        if limit is None:
+            return []
+        now = view.now
+        # (a job's queued time is at most now - submit: the cheap test first)
+        old = [job for job in view.queue if now - job.submit > limit]
+        if not old:
+            return []
+        queued_time = view.queued_time
+        waited = [(queued_time(job), job) for job in old]
+        return [job for q, job in sorted(((q, job) for q, job in waited if q > limit),
+                                         key=lambda item: (-item[0], item[1].submit, item[1].index))]
+
     def decide_admitted(self, view: SchedulerView, admission) -> Decision:
         """:meth:`decide` with tenants' quotas checked by ``admission`` (an
         :class:`~simsched.policies.quota.Admission`, or None), the same as deciding over a view whose
         ``admission`` it is, without building one (the quota wrapper's call for every decision)."""
+        aged = self.aged(view)
         if self._bucketed:
-            return self._decide_buckets(view, admission)
+            return self._decide_buckets(view, admission, aged)
         ordered = self.ordered_queue(view)
+        if aged:  # the guard: the jobs queued too long first (a new list: self._jobs stays sorted)
+            first = {job.job_id for job in aged}
+            ordered = [*aged, *(job for job in ordered if job.job_id not in first)]
         if self._plans:
             self.allocation.prepare(view, ordered)
         if self._reserving is not None:
             # resumable: the order of the jobs queued so far and their clusters change only by arrivals
+            # (not while the guard moves jobs to the front)
             starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
-                                        self.ordering.static and not self._plans)
+                                        self.ordering.static and not self._plans and not aged)
+            if aged:
+                self._reserving._resume = None
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
@@ -590,7 +669,8 @@ class QueueScheduler:
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         else:
             signature_of = {job.job_id: self._signature(job, view) for job in ordered}
-            decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()), admission)
+            decision = self._walk(view, ordered, signature_of, dict.fromkeys(signature_of.values()), admission,
+                                  {job.job_id for job in aged})
         if self.ordering.static and decision.starts:  # forget the started jobs
             started = {start.job_id for start in decision.starts}
             for job in [job for job in ordered if job.job_id in started]:
@@ -626,7 +706,8 @@ def build_queue(request: Request, ordering: Ordering | None = None) -> QueueSche
         ordering = ORDERINGS[ordering_name]
     chosen = request.allocation(allocation)
     return QueueScheduler(ordering, request.placement(placement), chosen, spec.backfill,
-                          reserve=spec.reserve, reserve_depth=spec.reserve_depth)
+                          reserve=spec.reserve, reserve_depth=spec.reserve_depth,
+                          max_wait_s=getattr(spec, "max_wait_s", None))
 
 
 register(*ORDERINGS, *BASELINES)(build_queue)

@@ -14,13 +14,17 @@ tenant's share. One decision is:
    that does not fit the free GPUs.
 2. ``quota = "borrow"`` only, with ``reclaim = "preempt"``: every job still
    queued that fits its tenant's quota but not the free GPUs (oldest first)
-   takes GPUs back from tenants above their quota: their jobs, newest start
-   first, are preempted (the restart penalty applies) until it fits; only
-   the preempted jobs on the nodes it gets are kept as victims.
+   takes GPUs back from tenants above their quota (the restart penalty
+   applies): :func:`find_victims` searches node by node for the cheapest set of
+   victims that makes room (fewest GPUs preempted, then fewest victims), then
+   across nodes, so a reclaim that exists is found.
 3. ``quota = "borrow"`` only: the policy decides again over every queued job
-   with the GPUs left (idle GPUs may be used beyond a quota). Jobs within
-   quota went first, so with ``reclaim = "wait"`` an owner gets GPUs back as
-   borrowed jobs end, before anyone borrows again.
+   with the GPUs left (idle GPUs may be used beyond a quota). With
+   ``reclaim = "wait"`` the GPUs held for waiting owners are not among them
+   (:meth:`QuotaScheduler.owner_holds`: each in-quota owner job that waits
+   holds, like an EASY reservation in its tenant's name, the GPUs of its
+   earliest fit), so GPUs that borrowed work frees go to the owner, whatever
+   the width of its job, and nobody borrows them until it starts.
 
 The policy is asked once per decision under ``strict`` and twice under
 ``borrow``; it never sees a job it may not start in step 1. The built-in
@@ -35,9 +39,10 @@ changes when the engine applies it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 
 from simsched.core.contract import Decision, JobView, Option, Scheduler, SchedulerView, Start
-from simsched.core.tenancy import Staged
+from simsched.core.tenancy import OTHER, Staged
 from simsched.policies.placement import Placement, best_fit, commit, trial
 from simsched.policies.queue import QueueScheduler
 
@@ -212,7 +217,7 @@ class QuotaScheduler:
             admission = Admission(staged)
             decision = (admitted(view, admission) if admitted is not None
                         else self.policy.decide(SubView(view, None, None, view.free, admission)))
-            fast = self._borrow_after_walk(decision, view, staged) if self._continues else None
+            fast = self._borrow_after_walk(decision, view, staged, admission) if self._continues else None
             if fast is not None:
                 return fast
         free = list(view.free)
@@ -259,7 +264,11 @@ class QuotaScheduler:
             self._reclaim_pass(queue, view, staged, free, running, preempts, starts, started)
             if len(starts) > before and self._forget is not None:  # (queued jobs the policy did not start)
                 self._forget([start.job_id for start in starts[before:]])
-        # 3. borrow idle GPUs
+        # 3. borrow idle GPUs, but not those held for waiting owners (reclaim = "wait")
+        if self.reclaim == "wait" and view.queue_length > len(started):
+            held = self.owner_holds(view, staged, free, running, started)
+            if held is not None:
+                free = [max(0, f - h) for f, h in zip(free, held)]
         if view.queue_length > len(started) and any(free):
             # (``started``: jobs of the queue, as the engine checks; ``running`` changed only by preemptions)
             second = SubView(view, None, running if preempts else None, free, None, started, fresh=not self.native)
@@ -269,7 +278,8 @@ class QuotaScheduler:
                 starts.append(start)
         return Decision(tuple(starts), tuple(preempts))
 
-    def _borrow_after_walk(self, decision: Decision, view: SchedulerView, staged: Staged) -> Decision | None:
+    def _borrow_after_walk(self, decision: Decision, view: SchedulerView, staged: Staged,
+                           admission: Admission) -> Decision | None:
         """Steps 2 and 3 straight after the queue walk's step 1, when they can be cheap: no reclaim
         can succeed (no waiting job has an option in a cluster with quotas that its tenant's room
         admits: the only kind :meth:`_reclaim` starts), so step 3 continues the walk over its own
@@ -288,7 +298,15 @@ class QuotaScheduler:
                 for o in job.options:
                     if limited[o.cluster] and staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * workers):
                         return None
-        more = policy.borrow_pass(view)
+        held = None
+        if self.reclaim == "wait":  # the GPUs held for waiting owners, which nobody borrows
+            free = list(view.free)
+            for start in decision.starts:
+                option = admission.taken.get(start.job_id)
+                if option is not None:
+                    _take(free, start.nodes, option.per_worker)
+            held = self.owner_holds(view, staged, free, view.running, {start.job_id for start in decision.starts})
+        more = policy.borrow_pass(view, held)
         if more is None:
             return None
         return Decision(decision.starts + more) if more else decision
@@ -337,6 +355,53 @@ class QuotaScheduler:
             else:
                 return
 
+    def owner_holds(self, view: SchedulerView, staged: Staged, free: Sequence[int], running: Sequence[JobView],
+                    started: set[str]) -> list[int] | None:
+        """``reclaim = "wait"``: the milli-GPUs per node held for waiting owners, which step 3 may not
+        borrow (None: nothing held). Every waiting job that its tenant's room admits in a cluster with
+        quotas, oldest first, gets a reservation in its tenant's name, as EASY's: the earliest time at
+        which it fits if running jobs end at their known ends, on the nodes the placement rule then
+        picks, after the holds of the owners before it; its GPUs there are held (those free now and
+        those that free up), and its tenant's room is charged for it (a tenant's holds never exceed
+        its room). So GPUs that borrowed work frees go to the owner, and nobody borrows them until
+        its job starts (docs/scenarios.md "The owner guarantee")."""
+        roomy = staged.roomy_tenants()
+        if not roomy or view.queue_length <= len(started):
+            return None
+        tenancy = staged.tenancy
+        everyone = OTHER in roomy  # (a pool of unlisted tenants with room: anyone may be its owner)
+        waiting = sorted((job for job in view.queue if job.job_id not in started
+                          and (everyone or job.tenant in roomy)), key=lambda j: (j.submit, j.index))
+        if not waiting:
+            return None
+        groups = view.fleet.groups
+        place = trial(self.placement)
+        trial_staged = _copy(staged)
+        held: list[int] | None = None
+        ends: list[tuple[float, JobView]] | None = None
+        for job in waiting:
+            best = None
+            for option in job.options:
+                need = option.per_worker * job.workers
+                if not tenancy.limited(option.cluster) or not trial_staged.admits(
+                        job.tenant, option.cluster, option.gpu_type, need):
+                    continue
+                if ends is None:
+                    ends = sorted(((run_end(r), r) for r in running), key=lambda item: (item[0], item[1].index))
+                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free,
+                                held or [0] * len(free), ends, view.now, place)
+                if found is not None and (best is None or found[0] < best[0]):
+                    best = (found[0], found[1], option, need)
+            if best is None:
+                continue
+            _, nodes, option, need = best
+            if held is None:
+                held = [0] * len(free)
+            for n in nodes:
+                held[n] += option.per_worker
+            trial_staged.add(job.tenant, option.cluster, option.gpu_type, need)
+        return held
+
     @staticmethod
     def _take_preempts(decision: Decision, view: SchedulerView, staged: Staged, free: list[int],
                        running: list[JobView], preempts: list[str], released=()) -> None:
@@ -370,31 +435,9 @@ class QuotaScheduler:
             scratch = list(free)
             if place(group, option.per_worker, job.workers, list(scratch)) is not None:
                 return None  # it fits without anyone's GPUs: the borrowing pass will start it
-            members = set(group)
-            candidates = sorted((r for r in running if r.running_cluster == option.cluster
-                                 and any(n in members for n in r.running_nodes)),
-                                key=lambda r: (-r.run_start, -r.index))
-            trial_staged = _copy(staged)
-            chosen: list[JobView] = []
-            nodes = None
-            for victim in candidates:
-                if not trial_staged.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):
-                    continue
-                _release(victim, trial_staged, scratch)
-                chosen.append(victim)
-                nodes = place(group, option.per_worker, job.workers, list(scratch))
-                if nodes is not None:
-                    break
+            victims, nodes = find_victims(group, option.cluster, option.per_worker, job.workers, free, running, staged, place)
             if nodes is None:
                 continue
-            used = set(nodes)
-            victims = [v for v in chosen if used.intersection(v.running_nodes)]
-            check = list(free)
-            for victim in victims:
-                for n in victim.running_nodes:
-                    check[n] += victim.run_share
-            if not _fits(nodes, option.per_worker, check):
-                victims = chosen
             for victim in victims:
                 _release(victim, staged, free)
                 running.remove(victim)
@@ -436,3 +479,182 @@ def _copy(staged: Staged) -> Staged:
     out._delta = dict(staged._delta)
     out._type_delta = dict(staged._type_delta)
     return out
+
+
+# -- reclaim by preemption: the victim search (``reclaim = "preempt"``) ------------------------------
+#: a node with more candidate victims than this is searched greedily, not over every subset
+EXACT_VICTIMS = 10
+
+
+def _eligible(group: Sequence[int], cluster: int, running: Sequence[JobView], staged: Staged) -> list[JobView]:
+    """The running jobs on ``group``'s nodes whose tenant holds more than its quota there, newest
+    start first (ties: later input first)."""
+    members = set(group)
+    return sorted((r for r in running if r.running_cluster == cluster and members.intersection(r.running_nodes)
+                   and staged.borrowing(r.tenant, r.running_cluster, r.gpu_type_used)),
+                  key=lambda r: (-r.run_start, -r.index))
+
+
+def _held_milli(job: JobView) -> int:
+    return job.run_share * job.workers
+
+
+def _still_borrowing(victims: Sequence[JobView], staged: Staged) -> bool:
+    """Whether ``victims`` may all be preempted: taken smallest first, each one's tenant still holds
+    more than its quota just before (a reclaim takes back borrowed GPUs, never a tenant's own)."""
+    scratch = _copy(staged)
+    for victim in sorted(victims, key=_held_milli):
+        if not scratch.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):
+            return False
+        scratch.add(victim.tenant, victim.running_cluster, victim.gpu_type_used, -_held_milli(victim))
+    return True
+
+
+def _on_node(job: JobView, node: int) -> int:
+    return job.run_share * job.running_nodes.count(node)
+
+
+def _cost(subset: Sequence[JobView]) -> tuple:
+    """A victim set's cost: milli-GPUs preempted (each pays the restart penalty), victims, then the
+    newest start among them first (the least work since a start, as newest-first chose before)."""
+    return (sum(_held_milli(r) for r in subset), len(subset),
+            min((-r.run_start, -r.index) for r in subset))
+
+
+def _node_subsets(on: list[JobView], node: int, deficit: int):
+    """Subsets of the victims ``on`` a node that free at least ``deficit`` milli-GPUs there, cheapest
+    first: fewest milli-GPUs preempted in all (each costs its restart penalty on every GPU), then
+    fewest victims. Every subset when there are at most :data:`EXACT_VICTIMS`, else the one greedy
+    subset (largest share on the node first)."""
+    if len(on) > EXACT_VICTIMS:
+        chosen, freed = [], 0
+        for victim in sorted(on, key=lambda r: -_on_node(r, node)):
+            if freed >= deficit:
+                break
+            chosen.append(victim)
+            freed += _on_node(victim, node)
+        return [chosen] if freed >= deficit else []
+    found = []
+    for size in range(1, len(on) + 1):
+        for subset in combinations(on, size):
+            if sum(_on_node(r, node) for r in subset) >= deficit:
+                found.append((sum(_held_milli(r) for r in subset), size, list(subset)))
+    found.sort(key=lambda item: item[:2])  # (stable: ties keep the newest-first order of ``on``)
+    return [subset for _, _, subset in found]
+
+
+def find_victims(group: Sequence[int], cluster: int, per_worker: int, workers: int, free: Sequence[int],
+                 running: Sequence[JobView], staged: Staged, place: Placement
+                 ) -> tuple[list[JobView], tuple[int, ...] | None]:
+    """The running jobs to preempt so that a job (``workers`` x ``per_worker`` milli-GPUs) fits on
+    ``group``, and the nodes it then takes; ``([], None)`` when no such set exists (SPEC §3,
+    docs/scenarios.md "Reclaim"). Only jobs of tenants above their quota are victims, and only while
+    their tenant stays above it before each preemption.
+
+    1. **One node.** For every node of the group, the cheapest set of victims running there that
+       frees enough GPUs on it for the whole job (fewest GPUs preempted, then fewest victims, then
+       the newest start among them); the node with the cheapest set wins (ties: the lowest index),
+       and the job goes on that node.
+    2. **Across nodes** (a job wider than any node, or none frees enough alone): nodes with the
+       most GPUs free or borrowed first, on each the victims with the largest share there first,
+       until the placement rule fits the job on the group; of those only the victims on the nodes
+       it takes are preempted (all of them, when the job would not fit without the others).
+    """
+    eligible = _eligible(group, cluster, running, staged)
+    if not eligible:
+        return [], None
+    need = per_worker * workers
+    best = None  # (milli-GPUs preempted, victims, node, subset)
+    for n in group:
+        deficit = need - free[n]
+        on = [r for r in eligible if n in r.running_nodes]
+        if not on or sum(_on_node(r, n) for r in on) < deficit:
+            continue
+        for subset in _node_subsets(on, n, deficit):
+            cost = _cost(subset)
+            if best is not None and cost >= best[:3]:
+                break  # (cheapest first: nothing later on this node beats the best)
+            if not _still_borrowing(subset, staged):
+                continue
+            scratch = list(free)
+            for victim in subset:
+                for m in victim.running_nodes:
+                    scratch[m] += victim.run_share
+            nodes = place((n,), per_worker, workers, scratch)
+            if nodes is not None:
+                best = (*cost, subset, nodes)
+                break
+    if best is not None:
+        return best[3], best[4]
+    # 2. across nodes
+    room = {n: free[n] for n in group}
+    for r in eligible:
+        for m in r.running_nodes:
+            if m in room:
+                room[m] += r.run_share
+    order = sorted(group, key=lambda m: (-room[m], m))
+    scratch = list(free)
+    trial_staged = _copy(staged)
+    chosen: list[JobView] = []
+    seen: set[str] = set()
+    nodes = None
+    for n in order:
+        for victim in sorted((r for r in eligible if n in r.running_nodes), key=lambda r: -_on_node(r, n)):
+            if victim.job_id in seen or not trial_staged.borrowing(victim.tenant, victim.running_cluster,
+                                                                    victim.gpu_type_used):
+                continue
+            seen.add(victim.job_id)
+            _release(victim, trial_staged, scratch)
+            chosen.append(victim)
+            nodes = place(group, per_worker, workers, list(scratch))
+            if nodes is not None:
+                break
+        if nodes is not None:
+            break
+    if nodes is None:
+        return [], None
+    used = set(nodes)
+    victims = [v for v in chosen if used.intersection(v.running_nodes)]
+    check = list(free)
+    for victim in victims:
+        for m in victim.running_nodes:
+            check[m] += victim.run_share
+    if not _fits(nodes, per_worker, check):
+        victims = chosen
+    return victims, nodes
+
+
+# -- reclaim by waiting: the owners' reservations (``reclaim = "wait"``) ------------------------------
+def run_end(job: JobView) -> float:
+    """When a running job ends if its known work is exact: the engine's own float (as the EASY
+    profile computes it, simsched.policies.reservations.Profile.of)."""
+    return job.run_start + (job.run_penalty + job.remaining_work / job.run_speed)
+
+
+def reserve(group: Sequence[int], per_worker: int, workers: int, free: Sequence[int], held: Sequence[int],
+            ends: Sequence[tuple[float, JobView]], now: float, place: Placement
+            ) -> tuple[float, tuple[int, ...]] | None:
+    """The earliest time (now, or a running job's end) at which a job fits ``group`` by ``place``
+    if every running job ends at its known end, on the GPUs neither free to others' holds
+    (``held``) nor taken: (that time, the nodes), None if never. ``ends``: (end, job), ascending."""
+    members = set(group)
+    scratch = [f - h for f, h in zip(free, held)]
+    nodes = place(group, per_worker, workers, [max(0, x) for x in scratch])
+    if nodes is not None:
+        return now, nodes
+    i = 0
+    while i < len(ends):
+        t = ends[i][0]
+        grew = False
+        while i < len(ends) and ends[i][0] == t:
+            job = ends[i][1]
+            i += 1
+            for n in job.running_nodes:
+                if n in members:
+                    scratch[n] += job.run_share
+                    grew = True
+        if grew:
+            nodes = place(group, per_worker, workers, [max(0, x) for x in scratch])
+            if nodes is not None:
+                return max(t, now), nodes
+    return None

@@ -11,7 +11,8 @@ its file (:mod:`simsched.policies.user`).
 Order of checks in :func:`build_scheduler` (each a one-line :class:`InputError` naming the
 key): ``decide_on`` for families that decide at every event, ``preemptive = true`` (to the
 policy's preemptive variant), reservations (``backfill = "easy"`` ...) for families that walk
-their own way, then the family's builder, then any unread option.
+their own way, then the family's builder, ``max_wait_s`` for a scheduler without the starvation
+guard, then any unread option.
 """
 
 from __future__ import annotations
@@ -174,6 +175,11 @@ def build_scheduler(spec: Any, *, base_dir: Path, rng_for: Callable[[str], Any],
                                       '(reservations) works with the queue-order policies; use backfill = true or '
                                       'false with it')
     scheduler = family.build(Request(policy, spec, options, base_dir, rng_for, file, weights, objective))
+    max_wait = getattr(spec, "max_wait_s", None)
+    if max_wait is not None and not getattr(scheduler, "supports_max_wait", False):
+        raise options.error("max_wait_s", f"policy {policy!r} orders its queue its own way; the starvation guard "
+                                          "works with the queue-order policies (fifo, sjf, ...) and their "
+                                          "backfill modes: remove max_wait_s")
     options.finish()
     return scheduler
 

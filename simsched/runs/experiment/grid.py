@@ -138,12 +138,13 @@ def plan(spec: ExperimentSpec) -> list[RunTask]:
 #: (section, field, default) of scenario fields added after stores existed (see scenario_hash)
 ADDED_LATER = (("scheduler", "reserve", "none"), ("scheduler", "reserve_depth", 1),
                ("scheduler", "quota", "none"), ("scheduler", "reclaim", "preempt"),
-               ("workload", "tenant_mix", None), ("scheduler", "decide_on", "event"))
+               ("workload", "tenant_mix", None), ("scheduler", "decide_on", "event"),
+               ("scheduler", "max_wait_s", None))
 #: the same for each cluster's fields (tenants' quotas came later)
 CLUSTER_ADDED_LATER = (("tenants", []), ("quota_schedule", None))
 #: keys a section's ``known_keys`` list gained later (the list is validation metadata, kept in the hash
 #: only as it was when the first stores were written)
-KNOWN_KEYS_ADDED_LATER = {"scheduler": ("quota", "reclaim", "decide_on"), "workload": ("tenant_mix",)}
+KNOWN_KEYS_ADDED_LATER = {"scheduler": ("quota", "reclaim", "decide_on", "max_wait_s"), "workload": ("tenant_mix",)}
 
 
 def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
