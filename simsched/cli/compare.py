@@ -99,7 +99,8 @@ def compare_command(argv: list[str]) -> int:
     args.scenario = str(_scenario_path(args.scenario))  # a file, or a shipped example's name
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by, nodes_per_type=args.nodes_per_type,
-                        scheduler_keys=_scheduler_flags(args), settings=settings_of(args))
+                        scheduler_keys=_scheduler_flags(args), settings=settings_of(args),
+                        check_policies=not args.keep_going)
     if args.out:  # the scenario is read by now: refuse an --out that would replace an input
 
         note_read(args.scenario, "scenario")

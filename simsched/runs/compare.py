@@ -86,6 +86,8 @@ EXTRA_METRICS: tuple[tuple[str, str, bool], ...] = tuple(
 #: a run with more tenants than this (e.g. PAI's users as tenants) shows no per-tenant rows
 MAX_TENANT_ROWS = 30
 DEFAULT_SCHEDULERS = scenario_keys.DEFAULT_SCHEDULERS
+#: seconds a user policy may take to load when compare checks it before the runs
+CHECK_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +279,10 @@ class _Journal:
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
                  seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None,
                  nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None,
-                 settings: dict[str, Any] | None = None) -> CompareSpec:
+                 settings: dict[str, Any] | None = None, check_policies: bool = True) -> CompareSpec:
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front.
+    A user policy is loaded for the check in a child process (its import is user code);
+    ``check_policies=False`` (``--keep-going``) leaves it to the runs, where a failure is a failed row.
     ``scenario_path``: a TOML file or a shipped example's name (:mod:`simsched.config.resolve`)."""
     path = resolve_scenario(scenario_path)
     load_scenario(path)  # the scenario itself must be valid
@@ -313,7 +317,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                        dict(scheduler_keys or {}), dict(settings or {}))
     if spec.rank_by not in RANKABLE:
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
-    _check_builds(spec)
+    _check_builds(spec, check_policies)
     return spec
 
 
@@ -327,14 +331,23 @@ def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, 
                              "that sets policy")
 
 
-def _check_builds(spec: CompareSpec) -> None:
-    """Build every scheduler once on every instance so a bad option or policy file fails before any run."""
+def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
+    """Build every scheduler once on every instance so a bad option or policy file fails before any
+    run; a user policy in a watched child process (60 s), or not at all without ``check_policies``."""
     for instance in spec.instances:
         scenario = load_scenario(instance)
         for name in spec.schedulers:
             variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
-            build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
-                            rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
+
+            def build(variant: Scenario = variant, name: str = name, instance: Path = instance) -> None:
+                build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
+                                rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
+
+            if not (ISOLATION and user_policy(variant.scheduler.policy)):
+                build()
+            elif check_policies:
+                run_watched(build, (), who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
+                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S))
 
 
 def _source(path: Path, name: str) -> str:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import io
 import multiprocessing
 import os
 import pickle
@@ -46,6 +47,7 @@ import resource
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -143,6 +145,22 @@ def _portable(exc: BaseException) -> BaseException:
     return sent
 
 
+class _Forward(io.TextIOBase):
+    """The child's sys.stdout / sys.stderr: text goes to the parent, which writes it to its own
+    stream of that name (so a policy's prints land where an in-process run's would)."""
+
+    def __init__(self, conn: Any, name: str, lock: threading.Lock) -> None:
+        self.conn, self.name, self.lock = conn, name, lock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:  # a policy's own threads may print too: one message at a time on the pipe
+            self.conn.send((self.name, str(text)))
+        return len(text)
+
+
 def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memory: int | None,
            send_progress: bool, stacks: Any) -> None:
     """The child: limits first, then the run; its result (or exception) goes back over ``conn``.
@@ -156,9 +174,8 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent, whatever kills it
     except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
-    if sys.stdout is not sys.__stdout__:  # a live display's proxy or a redirect: its locks may be held
-        sys.stdout = sys.__stderr__
-    sys.stderr = sys.__stderr__
+    lock = threading.Lock()  # the parent's streams (a live display's proxy ...) are not touched here
+    sys.stdout, sys.stderr = _Forward(conn, "stdout", lock), _Forward(conn, "stderr", lock)
     if memory is not None:
         limit = _virtual_size() + memory
         try:
@@ -177,8 +194,6 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
     except Exception as exc:  # noqa: BLE001 - a result that does not pickle
         conn.send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
     conn.close()
-    sys.stdout.flush()
-    sys.stderr.flush()
     os._exit(0)  # no atexit handlers of the parent's
 
 
@@ -264,6 +279,9 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                     if progress is not None:
                         progress(payload)
                     continue
+                if kind in ("stdout", "stderr"):
+                    getattr(sys, kind).write(payload)
+                    continue
                 child.join()
                 if kind == "error":
                     raise payload
@@ -289,14 +307,17 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
         if on_interrupt == "partial" and child.is_alive():
             os.kill(child.pid, signal.SIGTERM)
             with interrupts.deferred():
-                if receiver.poll(INTERRUPT_GRACE_S):
+                deadline = time.monotonic() + INTERRUPT_GRACE_S
+                while receiver.poll(max(0.0, deadline - time.monotonic())):
                     try:
                         kind, payload = receiver.recv()
-                        if kind == "ok":
-                            child.join(1)
-                            return payload
                     except (EOFError, OSError):
-                        pass
+                        break
+                    if kind == "ok":
+                        child.join(1)
+                        return payload
+                    if kind == "error":
+                        break
         raise
     finally:
         _kill(child)
