@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import gc
 import io
 import multiprocessing
 import os
@@ -262,7 +263,11 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
         warnings.simplefilter("ignore", DeprecationWarning)
         with interrupts.held():  # a signal during the fork is raised after it, here
-            child.start()
+            gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
+            try:
+                child.start()
+            finally:
+                gc.unfreeze()
     sender.close()
     started = time.monotonic()
     seen, since = -1.0, started
