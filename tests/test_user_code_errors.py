@@ -168,7 +168,7 @@ def test_a_worker_process_that_dies_under_compare_is_a_named_failed_run(folder: 
                  "--out", "cmp", "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    assert "the worker process running die.py:Die on s.toml (seed 1) died" in err[0]
+    assert "die.py: die.py:Die (seed 1): the run's process ended with exit code 7" in err[0]
     assert "internal error" not in err[0] and "BrokenProcessPool" not in err[0]
     assert (folder / "cmp" / "PARTIAL").read_text().startswith("failed comparison:")
     kept = (folder / "cmp" / "compare_runs.csv").read_text().splitlines()

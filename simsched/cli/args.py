@@ -16,6 +16,7 @@ from typing import Any
 from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
 from simsched.present.plots import require
+from simsched.runs.isolated import parse_memory
 
 
 def program() -> str:
@@ -50,6 +51,26 @@ def positive_float(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
+
+
+def memory_size(text: str) -> int:
+    """``--run-memory``: 512M, 2G, 1.5G or bytes (simsched.runs.isolated.parse_memory)."""
+    try:
+        return parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_limit_flags(p: argparse.ArgumentParser, *, decide_default: str = "off") -> None:
+    """The limits a user policy's run gets, enforced by the parent process (simsched.runs.isolated)."""
+    p.add_argument("--decide-timeout", type=positive_float, metavar="S",
+                   help=f"stop a user policy's call (decide(), __init__, import) that runs longer than S seconds "
+                        f"(a failed run); default {decide_default}")
+    p.add_argument("--run-timeout", type=positive_float, metavar="S",
+                   help="stop a user policy's run that takes longer than S seconds of wall time (default off)")
+    p.add_argument("--run-memory", type=memory_size, metavar="SIZE",
+                   help="memory a user policy's run may allocate, e.g. 512M or 2G (default: half this "
+                        "machine's memory over the runs at once, at least 1G)")
 
 
 def positive_int(text: str) -> int:

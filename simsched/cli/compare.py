@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 from simsched.cli.args import Parser as _Parser
+from simsched.cli.args import add_limit_flags as _add_limit_flags
 from simsched.cli.args import add_override_flags as _add_override_flags
 from simsched.cli.args import add_plot_flags as _add_plot_flags
 from simsched.cli.args import check_plot_flags as _check_plot_flags
 from simsched.cli.args import command as _command
-from simsched.cli.args import positive_float as _positive_float
 from simsched.cli.args import positive_int as _positive_int
 from simsched.cli.args import scheduler_flags as _scheduler_flags
 from simsched.cli.args import settings_of
@@ -72,9 +72,7 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--keep-going", action="store_true",
                    help="a run whose policy fails (raises, decides badly, times out) becomes a failed row and the "
                         f"rest are ranked; exit {KEEP_GOING_EXIT} when any run failed (grading many policies)")
-    p.add_argument("--decide-timeout", type=_positive_float, metavar="S",
-                   help="stop a decide() that runs longer than S seconds (a failed run); default off, "
-                        f"{DEFAULT_DECIDE_TIMEOUT_S:g} s with --keep-going")
+    _add_limit_flags(p, decide_default=f"off, {DEFAULT_DECIDE_TIMEOUT_S:g} s with --keep-going")
     p.add_argument("--keep-jobs", action="store_true",
                    help="also write every run's per-job table (OUT/jobs/NNN.csv, index.csv); --plots draws "
                         "every scheduler's JCT CDF from them")
@@ -103,7 +101,8 @@ def compare_command(argv: list[str]) -> int:
     args.scenario = str(_scenario_path(args.scenario))  # a file, or a shipped example's name
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,
                         rank_by=args.rank_by, nodes_per_type=args.nodes_per_type,
-                        scheduler_keys=_scheduler_flags(args), settings=settings_of(args))
+                        scheduler_keys=_scheduler_flags(args), settings=settings_of(args),
+                        check_policies=not args.keep_going)
     if args.out:  # the scenario is read by now: refuse an --out that would replace an input
 
         note_read(args.scenario, "scenario")
@@ -117,7 +116,8 @@ def compare_command(argv: list[str]) -> int:
     timeout = args.decide_timeout if args.decide_timeout is not None else (
         DEFAULT_DECIDE_TIMEOUT_S if args.keep_going else None)
     where = dict(workers=args.workers, executor=args.executor, address=args.address, keep_jobs=args.keep_jobs,
-                 out=args.out, resume=args.resume, keep_going=args.keep_going, decide_timeout=timeout)
+                 out=args.out, resume=args.resume, keep_going=args.keep_going, decide_timeout=timeout,
+                 run_timeout=args.run_timeout, run_memory=args.run_memory)
     # one comparison per --out folder (its journal, tables and PARTIAL marker), as an experiment's store
     lock = FolderLock(check_out_dir(args.out)).acquire() if args.out else None
     if lock is not None and lock.warning:

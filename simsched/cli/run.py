@@ -8,6 +8,7 @@ import contextlib
 import sys
 
 from simsched.cli.args import Parser as _Parser
+from simsched.cli.args import add_limit_flags as _add_limit_flags
 from simsched.cli.args import add_override_flags as _add_override_flags
 from simsched.cli.args import add_plot_flags as _add_plot_flags
 from simsched.cli.args import command as _command
@@ -36,6 +37,7 @@ def common_flags(p: argparse.ArgumentParser) -> None:
                    help=f"file format of the tables in --out (default csv; parquet needs {install_hint('parquet')})")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    _add_limit_flags(p)
     _add_plot_flags(p)
 
 

@@ -21,7 +21,9 @@ from simsched.core.inputs import check_outputs, scenario_inputs
 from simsched.core.outputs import require_format
 from simsched.present.plots.draw import draw
 from simsched.present.report import LiveProgress, metric_table, wide_console
-from simsched.runs.single import RUN_FILES, simulation
+from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.isolated import run_watched
+from simsched.runs.single import RUN_FILES, is_user_code, limits_of, simulation, user_code_file
 
 
 def run_parsed(args: argparse.Namespace, stdout) -> int:
@@ -38,20 +40,27 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
     scenario = with_settings(with_flags(load_scenario(args.scenario), args), args)
     console = wide_console(stderr=True, minimum=160)  # piped: the progress line and warnings are not cut
     quiet = args.quiet or args.json
-    ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
-    if args.out:  # every input is read by now: refuse an --out that would replace one (simsched.core.inputs)
-
+    if args.out:  # refuse an --out that would replace an input (simsched.core.inputs)
         scenario_inputs(scenario)
         check_outputs([Path(args.out) / name for name in RUN_FILES], [Path(args.out) / "plots"])
-    for warning in ready.warnings:
-        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
-    if quiet:
-        result = ready.run()
+
+    def warn(text: str) -> None:
+        console.print(f"warning: {text}", style="yellow", highlight=False, soft_wrap=True)
+
+    if ISOLATION and is_user_code(scenario, None):  # a user policy: in a child process, under the limits
+        result = _watched(scenario, args, console, quiet, warn)
     else:
-        with LiveProgress(console, scenario.name) as live:
-            result = ready.run(progress=live)
-    for warning in result.summary["warnings"][len(ready.warnings):]:  # what the run found: before the table
-        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
+        ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
+        for warning in ready.warnings:
+            warn(warning)
+        if quiet:
+            result = ready.run()
+        else:
+            with LiveProgress(console, scenario.name) as live:
+                result = ready.run(progress=live)
+        said = len(ready.warnings)
+        for warning in result.summary["warnings"][said:]:  # what the run found: before the table
+            warn(warning)
     if args.out:
         result.write(args.out, format=args.format or "csv")
     if pictures and not result.partial:
@@ -81,6 +90,45 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
             print(f"{what}: the run had finished; outputs are complete", file=sys.stderr)
         return code
     return 0
+
+
+class _Said(tuple):
+    """The warnings a watched run's child found before simulating (sent ahead of the progress)."""
+
+
+def _watched(scenario, args: argparse.Namespace, console, quiet: bool, warn):
+    """The run of a user policy, in a child process under --decide-timeout, --run-timeout and
+    --run-memory (simsched.runs.isolated): its warnings and progress come over the pipe."""
+    limits = limits_of(args.decide_timeout, args.run_timeout, args.run_memory, _command())
+    said: list[str] = []
+
+    def target(send):
+        ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
+        send(_Said(ready.warnings))
+        return ready.run(progress=None if quiet else send)
+
+    def shown(live):
+        def take(message) -> None:
+            if isinstance(message, _Said):
+                said.extend(message)
+                for text in message:
+                    warn(text)
+            elif live is not None:
+                live(message)
+        return take
+
+    who = f"{scenario.scheduler.policy} (seed {scenario.seed if args.seed is None else args.seed})"
+    file = user_code_file(scenario, None)
+    if quiet:
+        result = run_watched(target, (), who=who, limits=limits, progress=shown(None), on_interrupt="partial",
+                             file=file)
+    else:
+        with LiveProgress(console, scenario.name) as live:
+            result = run_watched(target, (), who=who, limits=limits, progress=shown(live), on_interrupt="partial",
+                                 file=file)
+    for warning in result.summary["warnings"][len(said):]:
+        warn(warning)
+    return result
 
 
 def with_settings(scenario, args: argparse.Namespace):

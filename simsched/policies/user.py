@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from simsched.core import watch
 from simsched.core.contract import Decision, Scheduler, Start
 from simsched.core.errors import InputError
 from simsched.core.inputs import missing_or_irregular, note_read
@@ -56,6 +57,8 @@ def _describe(exc: BaseException) -> str:
         return f"called sys.exit({exc.code!r}); a policy must return a Decision, not end the program"
     if isinstance(exc, RecursionError):
         return "raised RecursionError: infinite recursion (maximum recursion depth exceeded)"
+    if isinstance(exc, MemoryError) and watch.attached():
+        return "raised MemoryError: it used more memory than the run may have (--run-memory)"
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
 
@@ -98,12 +101,15 @@ class UserPolicy:
 
     def _attribute(self, name: str, default: Any) -> Any:
         """``getattr(policy, name, default)``; a property that raises is the user's error, one line."""
+        watch.enter(watch.METHOD)
         try:
             return getattr(self.policy, name, default)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise self.raised(exc, name) from exc
+        finally:
+            watch.leave()
 
     # -- checks ----------------------------------------------------------------
     def _interval(self, value: Any) -> float | None:
@@ -154,12 +160,15 @@ class UserPolicy:
 
     # -- the interface -----------------------------------------------------------
     def decide(self, view) -> Decision:
+        watch.enter(watch.DECIDE, view.now)  # the parent of a watched run times this call
         try:
             decision = self._read_only.decide(view)
         except BaseException as exc:  # the user's code: anything it raises is bad input ...
             if isinstance(exc, KeyboardInterrupt):  # ... but Ctrl-C and SIGTERM stay interrupts
                 raise
             raise self.raised(exc, "decide") from exc
+        finally:
+            watch.leave()
         try:
             return self._check(decision)
         except PolicyError:
@@ -181,12 +190,15 @@ class UserPolicy:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:  # bind(fleet), quiet_until(view): the user's code too
+            watch.enter(watch.METHOD)
             try:
                 return value(*args, **kwargs)
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 raise self.raised(exc, name) from exc
+            finally:
+                watch.leave()
 
         return call
 
@@ -211,6 +223,7 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
         module_spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_name] = module
+        watch.enter(watch.IMPORT)
         try:
             module_spec.loader.exec_module(module)
         except BaseException as exc:  # the user's code: report it as bad input, one line (not Ctrl-C)
@@ -219,6 +232,8 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
             line = _where(exc, path)
             raise PolicyError(f"{path}{'' if line is None else f':{line}'}: importing the policy failed: "
                               f"{_describe(exc).removeprefix('raised ')}") from exc
+        finally:
+            watch.leave()
     else:
         if not all(part.isidentifier() for part in where.split(".")):
             raise InputError(f"{file}: scheduler.policy: {ref!r}: {where!r} is not a module name; give "
@@ -238,6 +253,7 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
         found = [n for n, v in vars(module).items() if inspect.isclass(v) and hasattr(v, "decide")]
         raise InputError(f"{file}: scheduler.policy: {where} has no {name!r}; "
                          f"classes with decide(): {', '.join(found) or 'none'}")
+    watch.enter(watch.INIT)
     try:
         scheduler = cls(**options) if inspect.isclass(cls) else cls
     except TypeError as exc:
@@ -248,6 +264,8 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise _raised_in_init(exc, name, path) from exc
+    finally:
+        watch.leave()
     if not callable(getattr(scheduler, "decide", None)):
         raise InputError(f"{file}: scheduler.policy: {name} has no decide(view) method; {INTERFACE_HINT}")
     return UserPolicy(scheduler, name, path)

@@ -71,6 +71,8 @@ from simsched.core.outputs import write_frame
 from simsched.core.seeding import stream
 from simsched.policies import resolve_policy_ref
 from simsched.runs import display, ranking
+from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.isolated import Limits, RunFailed, default_memory, run_watched
 from simsched.runs.parallel import TaskRunner
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
@@ -84,6 +86,8 @@ EXTRA_METRICS: tuple[tuple[str, str, bool], ...] = tuple(
 #: a run with more tenants than this (e.g. PAI's users as tenants) shows no per-tenant rows
 MAX_TENANT_ROWS = 30
 DEFAULT_SCHEDULERS = scenario_keys.DEFAULT_SCHEDULERS
+#: seconds a user policy may take to load when compare checks it before the runs
+CHECK_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +119,10 @@ class RunTask:
     keep_jobs: bool = False  # return the run's per-job table too (compare --keep-jobs)
     nodes_per_type: int | None = None
     settings: tuple[tuple[str, Any], ...] = ()  # --set dotted keys, applied last
-    #: on Ray: the scenario prepared on the driver (the worker need not read its files; simsched.runs.shipping)
+    #: the scenario prepared on the driver, read once per instance (on Ray with its files: simsched.runs.shipping)
     resolved: Any = None
+    #: the instance's hash when the driver read it (scenario file and workload files): a run on other bytes is refused
+    scenario_hash: str = ""
 
 
 @dataclass
@@ -275,8 +281,10 @@ class _Journal:
 def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None = None,
                  seeds: int | None = None, jobs: int | None = None, rank_by: str | None = None,
                  nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None,
-                 settings: dict[str, Any] | None = None) -> CompareSpec:
+                 settings: dict[str, Any] | None = None, check_policies: bool = True) -> CompareSpec:
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front.
+    A user policy is loaded for the check in a child process (its import is user code);
+    ``check_policies=False`` (``--keep-going``) leaves it to the runs, where a failure is a failed row.
     ``scenario_path``: a TOML file or a shipped example's name (:mod:`simsched.config.resolve`)."""
     path = resolve_scenario(scenario_path)
     load_scenario(path)  # the scenario itself must be valid
@@ -321,7 +329,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                        dict(scheduler_keys or {}), dict(settings or {}))
     if spec.rank_by not in RANKABLE:
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
-    _check_builds(spec)
+    _check_builds(spec, check_policies)
     return spec
 
 
@@ -335,14 +343,23 @@ def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, 
                              "that sets policy")
 
 
-def _check_builds(spec: CompareSpec) -> None:
-    """Build every scheduler once on every instance so a bad option or policy file fails before any run."""
+def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
+    """Build every scheduler once on every instance so a bad option or policy file fails before any
+    run; a user policy in a watched child process (60 s), or not at all without ``check_policies``."""
     for instance in spec.instances:
         scenario = load_scenario(instance)
         for name in spec.schedulers:
             variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
-            build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
-                            rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
+
+            def build(variant: Scenario = variant, name: str = name, instance: Path = instance) -> None:
+                build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
+                                rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
+
+            if not (ISOLATION and user_policy(variant.scheduler.policy)):
+                build()
+            elif check_policies:
+                run_watched(build, (), who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
+                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S))
 
 
 def _source(path: Path, name: str) -> str:
@@ -377,28 +394,103 @@ def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> S
 
 
 def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
-    """Every run, in the fixed order results are reported in: instance, seed, scheduler."""
+    """Every run, in the fixed order results are reported in: instance, seed, scheduler.
+
+    Each instance is read once, here: its parsed scenario goes with every task (the runs never
+    read the scenario file again, so a file edited meanwhile changes nothing), with the hash of
+    the scenario and workload files as read now; a run whose workload files hash otherwise is
+    refused (:func:`run_task`, :func:`check_hashes`)."""
     tasks = []
     for instance in spec.instances:
         scenario = load_scenario(instance)
+        digest = input_hash(scenario)
         label = scenario.name if len(spec.instances) == 1 else f"{scenario.name}({instance.name})"
+        ready: dict[str, Any] = {}
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
-                tasks.append(RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
-                                     keep_jobs, spec.nodes_per_type, tuple(spec.settings.items())))
+                task = RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
+                               keep_jobs, spec.nodes_per_type, tuple(spec.settings.items()), scenario_hash=digest)
+                if name not in ready:
+                    try:
+                        ready[name] = _prepared_from(scenario, task)
+                    except SimschedError:  # its run reports it (a failed row under --keep-going)
+                        ready[name] = None
+                tasks.append(replace(task, resolved=ready[name]))
     return tasks
 
 
+def workload_files(scenario: Scenario) -> list[Path]:
+    """The files a scenario's workload reads (trace, job CSV, workload parameters), not its policy's."""
+    bare = replace(scenario, scheduler=replace(scenario.scheduler, policy="fifo", options={}))
+    return files_of(bare)
+
+
+def input_hash(scenario: Scenario) -> str:
+    """The scenario file's hash as it was read (``Scenario.digest``) and its workload files' bytes now."""
+    digest = hashlib.sha256(scenario.digest.encode())
+    for path in workload_files(scenario):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
+        digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()[:16]
+
+
+def check_hashes(tasks: Sequence[RunTask], rows: dict[int, dict[str, Any]]) -> None:
+    """Refuse a row computed on other inputs than its instance's (a workload file edited meanwhile):
+    the row becomes a failed run naming the instance."""
+    for index, row in rows.items():
+        got = row.pop("_scenario_hash", None)
+        task = tasks[index]
+        if got is not None and task.scenario_hash and got != task.scenario_hash and "_failed" not in row:
+            message = (f"{task.instance}: its workload files changed after the comparison read them (hash "
+                       f"{task.scenario_hash}, this run's {got}); the run is refused")
+            row.clear()  # in place: the executor's copy of the row is the journal's too
+            row.update({"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler,
+                        "_failed": message})
+
+
 class DecideTimeout(InputError):
-    """A decide() call ran longer than ``--decide-timeout`` seconds."""
+    """A built-in's decide() call ran longer than ``--decide-timeout`` seconds (in-process, SIGALRM)."""
+
+
+def user_policy(policy: Any) -> bool:
+    """A policy reference to user code (``file.py:Class``, ``package.module:Class``)."""
+    return isinstance(policy, str) and ":" in policy
+
+
+def policy_file(policy: str, scenario: Path) -> str | None:
+    """The file of a ``file.py:Class`` policy (relative names: next to the scenario), else None."""
+    where = policy.rpartition(":")[0]
+    if not where.endswith(".py"):
+        return None
+    return where if Path(where).is_absolute() else str(Path(scenario).resolve().parent / where)
+
+
+def _task_policy(task: RunTask) -> Any:
+    return task.resolved.scheduler.policy if task.resolved is not None else task.options.get("policy")
 
 
 def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None,
-                     shipped: Any = None) -> dict[str, Any]:
-    """:func:`run_task` with the grading guards: a decide() longer than ``decide_timeout`` seconds is
-    stopped (SIGALRM in the process that runs it), and with ``keep_going`` a run whose policy fails
-    comes back as ``{..., "_failed": one line}`` instead of stopping the comparison."""
+                     shipped: Any = None, limits: Limits | None = None) -> dict[str, Any]:
+    """:func:`run_task` with the grading guards. A user policy's run happens in a child process
+    under ``limits`` that this process enforces (simsched.runs.isolated; ``decide_timeout`` when no
+    ``limits`` are given); a built-in's runs here, a decide() longer than ``decide_timeout`` seconds
+    stopped by SIGALRM. With ``keep_going`` a run that fails comes back as
+    ``{..., "_failed": one line}`` instead of stopping the comparison."""
     try:
+        policy = _task_policy(task)
+        if ISOLATION and user_policy(policy):
+            limits = limits if limits is not None else Limits(decide_timeout_s=decide_timeout)
+            file = policy_file(policy, task.instance)
+            who = f"{task.scheduler} (seed {task.seed})"
+            try:
+                return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file)
+            except RunFailed as exc:
+                if keep_going:
+                    raise
+                return {"_stop": str(exc)}  # the driver stops the comparison and keeps the finished runs
         return run_task(task, decide_timeout, shipped)
     except SimschedError as exc:
         if not keep_going:
@@ -437,16 +529,21 @@ def _alarm(signum, frame) -> None:
 
 def prepared(task: RunTask) -> Any:
     """The task's scenario: loaded by path, its scheduler and the overrides applied."""
-    scenario = _with_scheduler(load_scenario(task.instance), task.scheduler, task.options)
+    return _prepared_from(load_scenario(task.instance), task)
+
+
+def _prepared_from(scenario: Scenario, task: RunTask) -> Any:
+    scenario = _with_scheduler(scenario, task.scheduler, task.options)
     if task.nodes_per_type is not None:
         scenario = scenario.with_overrides(nodes_per_type=task.nodes_per_type)
     return _with_settings(scenario, dict(task.settings))
 
 
 def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = None) -> dict[str, Any]:
-    """Run one task (in a worker process): load the scenario by path (or take the one the driver
-    prepared, with the files ``shipped`` along on Ray), override, simulate."""
+    """Run one task (in a worker process): take the scenario the driver prepared (with the files
+    ``shipped`` along on Ray; loaded by path for a task made without one), override, simulate."""
     scenario = prepared(task) if task.resolved is None else localize(task.resolved, shipped)
+    before = input_hash(scenario) if task.scenario_hash else None
     ready = simulation(scenario, seed=task.seed, jobs=task.jobs)
     if decide_timeout is not None:
         ready.engine.scheduler = _TimedDecide(ready.engine.scheduler, decide_timeout)
@@ -455,6 +552,9 @@ def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = 
         raise Interrupted(interrupts.received() or 2)
     summary = result.summary
     row = {"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler}
+    if before is not None:  # the inputs before and after the run: either differing from the driver's refuses it
+        after = input_hash(scenario)
+        row["_scenario_hash"] = before if before != task.scenario_hash else after
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
     flat = flat_metrics(summary)
     if len(summary.get("tenants") or ()) > MAX_TENANT_ROWS:  # e.g. PAI's users: no table holds them all
@@ -489,12 +589,17 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
                 address: str | None = None,
                 progress: Callable[[CompareProgress], None] | None = None, keep_jobs: bool = False,
                 out: str | Path | None = None, resume: bool = False, keep_going: bool = False,
-                decide_timeout: float | None = None) -> CompareResult:
+                decide_timeout: float | None = None, run_timeout: float | None = None,
+                run_memory: int | None = None) -> CompareResult:
     """Run every task (in ``workers`` local processes, 1 = in this process, or on Ray) and tabulate.
 
     ``keep_going``: a run whose policy fails (raises, returns a bad decision, or runs one decide()
     longer than ``decide_timeout`` seconds) becomes a failed row (``CompareResult.failed``) and the
     rest are ranked; without it the first failure stops the comparison.
+
+    A user policy's every run happens in a child process (whatever ``workers`` says) under limits
+    the parent enforces: ``decide_timeout`` per call into the policy, ``run_timeout`` seconds per
+    run, ``run_memory`` bytes (default: a fair share of this machine, simsched.runs.isolated).
 
     Results come back in task order whatever the executor, so they equal a serial run.
     ``keep_jobs`` keeps every run's per-job table (``CompareResult.jobs``).
@@ -511,6 +616,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     done = dict(journal.rows) if journal else {}
     todo = [i for i in range(len(tasks)) if i not in done]
     workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+    limits = Limits(decide_timeout, run_timeout, run_memory if run_memory is not None else default_memory(workers))
     started = time.perf_counter()
     finished: dict[int, dict[str, Any]] = {}
     completed: set[int] = set(done)
@@ -525,10 +631,15 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
         progress(CompareProgress(len(completed), len(tasks), running(), time.perf_counter() - started))
 
     def keep(position: int, row: dict[str, Any]) -> None:
+        if "_stop" in row:  # a user policy's child died or was stopped (no --keep-going): reported at the end
+            stops.append((todo[position], row["_stop"]))
+            return
+        check_hashes(tasks, {todo[position]: row})
         finished[todo[position]] = row
         if journal is not None and "_failed" not in row:  # a failed run is tried again on --resume
             journal.add(todo[position], {k: v for k, v in row.items() if k != "_jobs"})
 
+    stops: list[tuple[int, str]] = []
     if progress is not None:
         progress(CompareProgress(len(completed), len(tasks), running(), 0.0))
     try:
@@ -536,16 +647,21 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
             with TaskRunner(executor, workers, address) as runner:
                 sent, shipped = _for_ray(runner, [tasks[i] for i in todo]) if executor == "ray" \
                     else ([tasks[i] for i in todo], None)
-                results = runner.map(run_task_guarded, [(task, keep_going, decide_timeout, shipped) for task in sent],
+                results = runner.map(run_task_guarded, [(task, keep_going, decide_timeout, shipped, limits) for task in sent],
                                      on_task=on_task if progress else None, on_each=keep)
         except BrokenProcessPool:
-            results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout)
+            results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout, limits)
     except KeyboardInterrupt as exc:
         rows = {**done, **finished}
         kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
         raise CompareInterrupted(getattr(exc, "signum", None) or interrupts.received() or 2,
                                  kept, len(tasks)) from None
+    if stops:  # the other runs are finished and kept (--resume runs the stopped one again)
+        rows = {**done, **finished}
+        kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+        raise WorkerDied(f"compare: {min(stops)[1]}", kept, len(tasks))
     merged = {**done, **dict(zip(todo, results))}
+    check_hashes(tasks, merged)
     rows = [merged[i] for i in range(len(tasks))]
     failed = [{"instance": row["instance"], "seed": row["seed"], "scheduler": row["scheduler"],
                "error": row["_failed"]} for row in rows if "_failed" in row]
@@ -580,7 +696,7 @@ def _for_ray(runner: TaskRunner, tasks: list[RunTask]) -> tuple[list[RunTask], A
         key = (task.instance, task.scheduler, repr(task.options), task.nodes_per_type, task.settings)
         if key not in ready:
             try:
-                ready[key] = prepared(task)
+                ready[key] = task.resolved if task.resolved is not None else prepared(task)
                 files += files_of(ready[key])
             except SimschedError:
                 ready[key] = None
@@ -590,7 +706,8 @@ def _for_ray(runner: TaskRunner, tasks: list[RunTask]) -> tuple[list[RunTask], A
 
 def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[int, dict[str, Any]],
                          keep: Callable[[int, dict[str, Any]], None], done: dict[int, dict[str, Any]],
-                         keep_going: bool = False, decide_timeout: float | None = None) -> list:
+                         keep_going: bool = False, decide_timeout: float | None = None,
+                         limits: Limits | None = None) -> list:
     """A worker process died and took the pool with it. Which run killed it is not known (several
     ran at once), so the runs not yet finished are run again one at a time, each in a fresh
     one-process pool: a pool that breaks now names its run exactly. Runs that finish are kept as
@@ -599,7 +716,7 @@ def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[i
         if index in finished:
             continue
         with ProcessPoolExecutor(max_workers=1, initializer=worker_setup, initargs=(os.getpid(),)) as pool:
-            future = pool.submit(run_task_guarded, tasks[index], keep_going, decide_timeout)
+            future = pool.submit(run_task_guarded, tasks[index], keep_going, decide_timeout, None, limits)
             try:
                 row = future.result()
             except BrokenProcessPool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from simsched.policies.placement import PLACEMENTS
 from simsched.policies.quota import QuotaScheduler
 from simsched.policies.user import UserPolicy
 from simsched.runs import display
+from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.isolated import Limits, parse_memory, run_watched
 from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
@@ -227,7 +230,9 @@ class Simulation:
 
 def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit: int | None = None,
         scheduler: Scheduler | type | str | None = None, overrides: Mapping[str, Any] | None = None,
-        progress: Callable[[Progress], None] | None = None, jobs: int | None = None) -> RunResult:
+        progress: Callable[[Progress], None] | None = None, jobs: int | None = None,
+        decide_timeout: float | None = None, run_timeout: float | None = None,
+        run_memory: int | str | None = None) -> RunResult:
     """Simulate ``scenario`` and return its results (a :class:`RunResult`, also named ``Result``).
 
     ``scenario`` is a :class:`Scenario`, a TOML path, or the name of a shipped example
@@ -245,6 +250,12 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
     validated exactly like ``--set KEY=VALUE`` on the command line (a bad key or value is one
     :class:`~simsched.core.errors.InputError` line) and recorded in ``summary["overrides"]``, as are
     ``jobs_limit`` and a scheduler name.
+
+    User code -- a ``file.py:Class`` policy, or a scheduler object or class not from simsched --
+    runs in a child process (simsched.runs.isolated) under ``decide_timeout`` (seconds per call
+    into it), ``run_timeout`` (seconds for the run) and ``run_memory`` (bytes, or a size such as
+    ``"2G"``; default a fair share of the machine); a failure of any kind is one
+    :class:`~simsched.runs.isolated.RunFailed` line. The result equals an in-process run's.
     """
     # every argument is checked here, with the CLI's one-line errors (simsched.core.arguments)
     jobs = arguments.optional_whole(jobs, "jobs", "simsched.run")
@@ -264,6 +275,15 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
         from dataclasses import replace
 
         scenario = replace(scenario, overrides={**scenario.overrides, "jobs_limit": limit})
+    limits = limits_of(decide_timeout, run_timeout, run_memory, "simsched.run")
+    if ISOLATION and is_user_code(scenario, scheduler):
+        def target(send: Callable[[Progress], None] | None = None) -> RunResult:
+            made = scheduler() if isinstance(scheduler, type) else scheduler  # its __init__ is user code too
+            return simulation(scenario, seed=seed, jobs=limit, scheduler=made).run(send)
+
+        who = f"{user_code_label(scenario, scheduler)} (seed {scenario.seed if seed is None else seed})"
+        return run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
+                           file=user_code_file(scenario, scheduler))
     if isinstance(scheduler, type):
         scheduler = scheduler()
         check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
@@ -281,6 +301,58 @@ def check_scheduler_argument(scheduler: object, caller: str) -> None:
             f"{scheduler!r} ({type(scheduler).__name__})"
         raise InputError(f"{caller}: scheduler must be a policy name ('sjf', 'my_policy.py:MyPolicy'), an object "
                          f"with a decide(view) method, or such a class; {what} has no decide method")
+
+
+def limits_of(decide_timeout: Any, run_timeout: Any, run_memory: Any, caller: str) -> Limits:
+    """The limits of a user policy's run, checked (one InputError line for a bad value)."""
+    for name, value in (("decide_timeout", decide_timeout), ("run_timeout", run_timeout)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not (0 < value < float("inf"))):
+            raise InputError(f"{caller}: {name} must be a finite number of seconds > 0, got {value!r}")
+    memory = run_memory
+    if isinstance(run_memory, str):
+        try:
+            memory = parse_memory(run_memory)
+        except ValueError as exc:
+            raise InputError(f"{caller}: run_memory {exc}") from None
+    elif run_memory is not None and (isinstance(run_memory, bool) or not isinstance(run_memory, int)
+                                     or run_memory < 64 << 20):
+        raise InputError(f"{caller}: run_memory must be a number of bytes >= 64 MiB or a size such as '2G', "
+                         f"got {run_memory!r}")
+    return Limits(decide_timeout, run_timeout, memory)
+
+
+def is_user_code(scenario: Scenario, scheduler: Any) -> bool:
+    """The run would call code that is not simsched's: a ``file.py:Class`` / ``module:Class`` policy, or
+    a scheduler object or class from outside the package."""
+    if scheduler is None:
+        return ":" in str(scenario.scheduler.policy)
+    if isinstance(scheduler, str):
+        return ":" in scheduler
+    cls = scheduler if isinstance(scheduler, type) else type(scheduler)
+    return cls.__module__.split(".")[0] != "simsched"
+
+
+def user_code_label(scenario: Scenario, scheduler: Any) -> str:
+    if scheduler is None:
+        return str(scenario.scheduler.policy)
+    if isinstance(scheduler, str):
+        return scheduler
+    cls = scheduler if isinstance(scheduler, type) else type(scheduler)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def user_code_file(scenario: Scenario, scheduler: Any) -> str | None:
+    """The file the user's policy lives in (a failure names it), when known."""
+    policy = scenario.scheduler.policy if scheduler is None else scheduler
+    if isinstance(policy, str):
+        where = policy.rpartition(":")[0]
+        if not where.endswith(".py"):
+            return None
+        return where if Path(where).is_absolute() else str(Path(scenario.path).resolve().parent / where)
+    cls = policy if isinstance(policy, type) else type(policy)
+    module = sys.modules.get(cls.__module__)
+    return getattr(module, "__file__", None)
 
 
 #: the public name of a run's result in the notebook API (``simsched.Result``)

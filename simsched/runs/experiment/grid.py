@@ -27,7 +27,9 @@ from simsched.config.overrides import apply_overrides
 from simsched.config.scenario import Scenario, load_scenario
 from simsched.core.errors import InputError
 from simsched.runs.experiment.spec import ExperimentSpec, SchedulerEntry
-from simsched.runs.single import simulation
+from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.isolated import Limits, run_watched
+from simsched.runs.single import is_user_code, simulation, user_code_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +195,10 @@ def _relative(path: Path, base: Path) -> str:
         return path.resolve().as_posix()
 
 
+def _check_one(scenario: Scenario) -> None:
+    simulation(scenario, jobs=1, whole_workload=False)
+
+
 def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
     """Build every (grid point, scheduler) once on the first instance, so a bad generator option,
     policy option or policy file fails before any run, not in the middle of the experiment."""
@@ -204,7 +210,11 @@ def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
             continue
         seen.add(key)
         try:
-            simulation(task.resolved, jobs=1, whole_workload=False)
+            if ISOLATION and is_user_code(task.resolved, None):  # its import and __init__ are user code
+                run_watched(_check_one, (task.resolved,), who=f"{task.scheduler} (loading it)",
+                            file=user_code_file(task.resolved, None), limits=Limits(60.0, 60.0))
+            else:
+                simulation(task.resolved, jobs=1, whole_workload=False)
         except InputError as exc:
             where = ", ".join(f"{k} = {v!r}" for k, v in task.point)
             raise InputError(f"{spec.path}: scheduler {task.scheduler!r}" + (f" at {where}" if where else "")

@@ -33,9 +33,11 @@ from simsched.runs.experiment.store import (
     read_decisions,
     read_results,
 )
+from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.isolated import run_watched
 from simsched.runs.parallel import TaskRunner
 from simsched.runs.shipping import Handle, Shipment, files_of, localize
-from simsched.runs.single import simulation
+from simsched.runs.single import is_user_code, simulation, user_code_file
 
 #: summary entries that are not metrics of the run (provenance, flags)
 NOT_METRICS = ("seed", "partial", "wall_time_s")
@@ -104,6 +106,16 @@ def execute(task: RunTask, shipped: Handle | None = None) -> dict[str, Any]:
         "decisions": timed.samples if timed is not None else None,
         "jobs": result.jobs if "jobs" in task.record else None,
     }
+
+
+def execute_guarded(task: RunTask, shipped: Handle | None = None) -> dict[str, Any]:
+    """:func:`execute`; a user policy's run in a child process whose parent (this process) enforces the
+    default limits (simsched.runs.isolated): its death or a hang beyond the memory is one line naming it."""
+    args = (task,) if shipped is None else (task, shipped)
+    if ISOLATION and is_user_code(task.resolved, None):
+        return run_watched(execute, args, who=f"{task.scheduler} (seed {task.seed})",
+                           file=user_code_file(task.resolved, None))
+    return execute(*args)
 
 
 class ExperimentInterrupted(Exception):
@@ -229,7 +241,7 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
 
             shipped = _ship(runner, todo) if executor == "ray" else None
             args = [(task,) if shipped is None else (task, shipped) for task in todo]
-            for _, row in runner.imap_unordered(execute, args,
+            for _, row in runner.imap_unordered(execute_guarded, args,
                                                 on_wait=tell_status if status else None):
                 if row["partial"]:  # the run was interrupted (Ctrl-C reached Engine.run): never recorded
                     raise KeyboardInterrupt

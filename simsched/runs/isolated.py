@@ -1,0 +1,343 @@
+"""Runs of user code in a child process, under limits its parent enforces (SPEC §3, §8).
+
+A user's policy (``file.py:Class``, or an object given to the Python API) is
+code simsched cannot trust to return: a ``while True`` inside ``except
+Exception``, a handler that ignores SIGALRM, ``os._exit``, a segfault in C,
+a memory hog. So every run of one -- under ``run``, ``compare``,
+``experiment`` and ``simsched.run`` -- happens in a child process (forked:
+it inherits the loaded simsched, so a run starts in milliseconds, and a
+notebook's policy object needs no pickling). Its parent watches it:
+
+- *per call* (``decide_timeout_s``): the child marks every call into the
+  user's code on a shared board (:mod:`simsched.core.watch`); a call that
+  stays entered longer than the limit is stopped by killing the child;
+- *per run* (``run_timeout_s``): measured on the parent's clock from the
+  child's start;
+- *memory* (``memory_bytes``): ``RLIMIT_AS`` in the child, set before any
+  user code runs, counted above what the child inherited. Beyond it an
+  allocation fails: a ``MemoryError`` (a named failure) or, in C code, the
+  child's death (a named failure too).
+
+Nothing the user's code does can lift these: they are enforced by another
+process (the parent) and by the kernel. Whatever ends the child -- a signal,
+``os._exit``, a segfault, a timeout -- is a :class:`RunFailed` (bad input,
+exit 2; a failed row under ``compare --keep-going``) naming the policy, the
+seed and the signal or exit code. The run's own results come back over a pipe
+and equal an in-process run's (tests/test_isolation.py).
+
+SIGINT and SIGTERM: the child ignores SIGINT (a Ctrl-C reaches the whole
+process group); when the parent is interrupted it sends the child SIGTERM,
+which stops the simulation at the next event with a partial result, as an
+in-process run does; the parent waits :data:`INTERRUPT_GRACE_S` for it.
+
+Where ``fork`` does not exist (Windows), runs stay in-process with the old
+in-process guards; the limits are then not enforced (docs/assignment.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import gc
+import io
+import multiprocessing
+import os
+import pickle
+import re
+import resource
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from simsched.core import interrupts, watch
+from simsched.core.errors import InputError, SimschedError
+
+#: fork exists here: user code runs in a child process
+AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
+#: seconds the parent waits for an interrupted child's partial result
+INTERRUPT_GRACE_S = 10.0
+#: how often the parent looks at the board (seconds)
+TICK_S = 0.05
+#: no run gets less memory than this by default
+MIN_DEFAULT_MEMORY = 1 << 30
+
+
+class RunFailed(InputError):
+    """A watched run ended badly: a timeout, a signal, an exit code, memory. Bad input (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What the parent enforces on a watched run; None = no limit (memory: :func:`default_memory`)."""
+
+    decide_timeout_s: float | None = None
+    run_timeout_s: float | None = None
+    memory_bytes: int | None = None
+
+
+def physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 << 30
+
+
+def default_memory(workers: int = 1) -> int:
+    """A fair share of the machine: half its memory over the runs at once, at least 1 GiB."""
+    return max(MIN_DEFAULT_MEMORY, physical_memory() // (2 * max(1, workers)))
+
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]?)(?:i?[bB])?\s*")
+
+
+def parse_memory(text: str) -> int:
+    """``512M``, ``2G``, ``1.5G``, ``800000000`` -> bytes (binary units); ValueError with the reason."""
+    match = _SIZE.fullmatch(str(text))
+    if not match:
+        raise ValueError(f"must be a size such as 512M, 2G or 1.5G (bytes without a unit), got {text!r}")
+    value = float(match.group(1)) * 1024 ** " KMGT".index(match.group(2).upper() or " ")
+    if not value >= 64 << 20:
+        raise ValueError(f"must be at least 64M (a simulation needs room to start), got {text!r}")
+    if value > 1 << 50:
+        raise ValueError(f"must be at most 1024T, got {text!r}")
+    return int(value)
+
+
+def describe_memory(size: int) -> str:
+    for unit, shift in (("G", 30), ("M", 20)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):.3g}{unit}"
+    return f"{size} bytes"
+
+
+def _virtual_size() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return 0
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` as it can cross the pipe: itself when it pickles, else a SimschedError of its text;
+    the child's traceback goes along as a note (``--debug`` shows it)."""
+    text = "".join(traceback.format_exception(exc))
+    try:
+        pickle.loads(pickle.dumps(exc))
+        sent = exc
+    except Exception:  # noqa: BLE001 - anything that does not pickle travels as text
+        kind = InputError if isinstance(exc, InputError) else SimschedError
+        sent = kind(str(exc))
+    sent.__cause__ = None
+    sent.__context__ = None
+    sent.__traceback__ = None
+    try:
+        sent.add_note("in the run's child process:\n" + text.rstrip())
+    except Exception:  # noqa: BLE001 - an exception without notes: the traceback is only for --debug
+        pass
+    return sent
+
+
+class _Forward(io.TextIOBase):
+    """The child's sys.stdout / sys.stderr: text goes to the parent, which writes it to its own
+    stream of that name (so a policy's prints land where an in-process run's would)."""
+
+    def __init__(self, conn: Any, name: str, lock: threading.Lock) -> None:
+        self.conn, self.name, self.lock = conn, name, lock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:  # a policy's own threads may print too: one message at a time on the pipe
+            self.conn.send((self.name, str(text)))
+        return len(text)
+
+
+def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memory: int | None,
+           send_progress: bool, stacks: Any) -> None:
+    """The child: limits first, then the run; its result (or exception) goes back over ``conn``.
+    SIGUSR1 writes its stack to ``stacks`` (faulthandler, in C: a stuck loop cannot hold it back), so
+    the parent can name the line a call was stopped at."""
+    faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
+    interrupts.install()  # SIGTERM from the parent: stop at the next event, partial result
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent, whatever kills it
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    lock = threading.Lock()  # the parent's streams (a live display's proxy ...) are not touched here
+    sys.stdout, sys.stderr = _Forward(conn, "stdout", lock), _Forward(conn, "stderr", lock)
+    if memory is not None:
+        limit = _virtual_size() + memory
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError):  # pragma: no cover - a hard limit below it already
+            pass
+    watch.attach(board)
+    if send_progress:
+        args = (*args, lambda snapshot: conn.send(("progress", snapshot)))
+    try:
+        message = ("ok", target(*args))
+    except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
+        message = ("error", _portable(exc))
+    try:
+        conn.send(message)
+    except Exception as exc:  # noqa: BLE001 - a result that does not pickle
+        conn.send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
+    conn.close()
+    os._exit(0)  # no atexit handlers of the parent's
+
+
+def _signal_name(number: int) -> str:
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    what = {"SIGSEGV": "segmentation fault", "SIGABRT": "abort", "SIGKILL": "killed; perhaps out of memory",
+            "SIGBUS": "bus error", "SIGFPE": "arithmetic error", "SIGILL": "illegal instruction"}.get(name)
+    return f"signal {name}" + (f" ({what})" if what else "")
+
+
+def _where(board: Any) -> str:
+    decisions = int(board[watch.DECISIONS])
+    if not decisions:
+        return "before its first decision"
+    return f"at decision {decisions:,}, t={board[watch.SIM_NOW]:,.0f} s of simulated time"
+
+
+def _stopped_at(child: Any, stacks: Any, file: str | None) -> str:
+    """Ask the stuck child for its stack (SIGUSR1) and return ``file:line`` of the innermost frame in
+    ``file`` (the policy), else ``file`` (``""`` without one)."""
+    if file is None or not child.is_alive():
+        return file or ""
+    try:
+        os.kill(child.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 0.5
+        text = ""
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            stacks.seek(0)
+            text = stacks.read().decode("utf-8", "replace")
+            if "File " in text:
+                break
+    except OSError:
+        return file
+    wanted = os.path.realpath(file)
+    for name, line in re.findall(r'File "(.*)", line (\d+)', text):  # innermost frame first
+        if os.path.realpath(name) == wanted:
+            return f"{file}:{line}"
+    return file
+
+
+def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Limits = Limits(),
+                progress: Callable[[Any], None] | None = None, on_interrupt: str = "raise",
+                file: str | None = None) -> Any:
+    """``target(*args)`` in a child process under ``limits``; its return value, or its exception
+    re-raised here. ``who`` starts every failure's message (the policy file and the seed); ``file``
+    (the policy file) lets a stopped call name its line.
+
+    ``progress``: the child calls ``target(*args, send)``, and every object it sends is passed to
+    ``progress`` here. ``on_interrupt``: when this process is interrupted, ``"raise"`` kills the
+    child and re-raises; ``"partial"`` lets the child stop at its next event and returns its
+    (partial) result, as an in-process run does.
+    """
+    if not AVAILABLE:  # pragma: no cover - Windows: in-process, unguarded (documented)
+        return target(*args) if progress is None else target(*args, progress)
+    context = multiprocessing.get_context("fork")
+    board = context.RawArray(ctypes.c_double, watch.SLOTS)
+    receiver, sender = context.Pipe(duplex=False)
+    memory = limits.memory_bytes if limits.memory_bytes is not None else default_memory()
+    stacks = tempfile.TemporaryFile()
+    child = context.Process(target=_child, args=(sender, board, target, args, memory, progress is not None,
+                                                 stacks), daemon=True)
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with interrupts.held():  # a signal during the fork is raised after it, here
+            gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
+            try:
+                child.start()
+            finally:
+                gc.unfreeze()
+    sender.close()
+    started = time.monotonic()
+    seen, since = -1.0, started
+    prefix = f"{file}: " if file else ""
+    try:
+        while True:
+            ready = wait([receiver, child.sentinel], timeout=TICK_S)
+            if receiver in ready:
+                try:
+                    kind, payload = receiver.recv()
+                except (EOFError, OSError):
+                    break  # it died: its exit code says how
+                if kind == "progress":
+                    if progress is not None:
+                        progress(payload)
+                    continue
+                if kind in ("stdout", "stderr"):
+                    getattr(sys, kind).write(payload)
+                    continue
+                child.join()
+                if kind == "error":
+                    raise payload
+                return payload
+            if child.sentinel in ready and not receiver.poll(0):
+                break
+            now = time.monotonic()
+            if limits.run_timeout_s is not None and now - started > limits.run_timeout_s:
+                _kill(child)
+                raise RunFailed(f"{prefix}{who}: the run took longer than --run-timeout {limits.run_timeout_s:g} s and was "
+                                f"stopped ({_where(board)})")
+            entered = board[watch.ENTERED]
+            if entered != seen:
+                seen, since = entered, now
+            elif (limits.decide_timeout_s is not None and board[watch.LEFT] < entered
+                  and now - since > limits.decide_timeout_s):
+                phase = watch.PHASES.get(int(board[watch.PHASE]), "the policy's code")
+                line = _stopped_at(child, stacks, file)
+                _kill(child)
+                raise RunFailed(f"{line + ': ' if line else ''}{who}: {phase} ran longer than --decide-timeout {limits.decide_timeout_s:g} s and "
+                                f"was stopped ({_where(board)})")
+    except KeyboardInterrupt:
+        if on_interrupt == "partial" and child.is_alive():
+            os.kill(child.pid, signal.SIGTERM)
+            with interrupts.deferred():
+                deadline = time.monotonic() + INTERRUPT_GRACE_S
+                while receiver.poll(max(0.0, deadline - time.monotonic())):
+                    try:
+                        kind, payload = receiver.recv()
+                    except (EOFError, OSError):
+                        break
+                    if kind == "ok":
+                        child.join(1)
+                        return payload
+                    if kind == "error":
+                        break
+        raise
+    finally:
+        _kill(child)
+        receiver.close()
+        stacks.close()
+    child.join()
+    code = child.exitcode
+    if code is not None and code < 0:
+        how = f"was ended by {_signal_name(-code)}"
+    else:
+        how = f"ended with exit code {code} (os._exit or a crash); a policy must return a Decision"
+    raise RunFailed(f"{prefix}{who}: the run's process {how} ({_where(board)})")
+
+
+def _kill(child: Any) -> None:
+    if child.is_alive():
+        child.kill()
+        child.join(5)

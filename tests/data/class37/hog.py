@@ -1,0 +1,5 @@
+class Policy:
+    def decide(self, view):
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 << 20))

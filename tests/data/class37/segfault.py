@@ -1,0 +1,6 @@
+import ctypes
+
+
+class Policy:
+    def decide(self, view):
+        ctypes.string_at(0)

@@ -1,0 +1,104 @@
+"""User code runs in a child process whose parent enforces the limits (simsched.runs.isolated):
+a run there equals an in-process run, and a class of twelve students -- good, buggy, hanging,
+dying, hogging memory, editing the scenario, writing into the output folder -- is graded by one
+``compare --keep-going`` with every bad student named and nothing hung (issue 37)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import simsched
+from simsched.runs import compare
+from simsched.runs.isolated import RunFailed, parse_memory
+
+CLASS = Path(__file__).parent / "data" / "class37"
+BAD = ["some_seeds", "loop", "retry", "no_alarm", "no_timer", "exits", "segfault", "sysexit", "hog"]
+SEEDS = 2
+
+
+def test_a_watched_run_equals_an_in_process_run() -> None:
+    spec = compare.compare_spec(CLASS / "class.toml", schedulers=["good.py:Policy"], seeds=2)
+    for task in compare.plan(spec):
+        watched = compare.run_task_guarded(task)
+        plain = compare.run_task(task)
+        assert watched.keys() == plain.keys()
+        assert all(watched[k] == plain[k] or (watched[k] != watched[k] and plain[k] != plain[k])
+                   for k in plain if k != "_warnings")
+
+
+def test_the_api_runs_a_notebook_object_in_a_child_with_the_same_result(monkeypatch) -> None:
+    sys.path.insert(0, str(CLASS))
+    try:
+        from good import Policy  # a class from outside simsched, as a notebook's would be
+    finally:
+        sys.path.remove(str(CLASS))
+    watched = simsched.run(CLASS / "class.toml", scheduler=Policy)
+    monkeypatch.setattr("simsched.runs.single.ISOLATION", False)
+    plain = simsched.run(CLASS / "class.toml", scheduler=Policy)
+    assert watched.jobs.equals(plain.jobs) and watched.events.equals(plain.events)
+
+
+def test_the_api_names_a_dead_policy_and_its_seed() -> None:
+    with pytest.raises(RunFailed, match=r"exits\.py: .*exits\.py:Policy \(seed 1\): the run's process ended "
+                                        r"with exit code 3"):
+        simsched.run(CLASS / "class.toml", scheduler=str(CLASS / "exits.py") + ":Policy")
+
+
+@pytest.mark.parametrize("bad", ["0", "12X", "1k", "-1G"])
+def test_a_bad_run_memory_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_memory(bad)
+
+
+def test_bad_limit_flags_are_one_line_exit_2(tmp_path: Path) -> None:
+    for flags in (["--run-memory", "lots"], ["--run-timeout", "0"], ["--decide-timeout", "nan"]):
+        done = subprocess.run([sys.executable, "-m", "simsched", "compare", str(CLASS / "class.toml"), *flags],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_class_of_twelve_is_graded_in_one_command(tmp_path: Path, workers: int) -> None:
+    folder = tmp_path / "class"
+    shutil.copytree(CLASS, folder)
+    out = tmp_path / "grades"
+    students = ["good", *BAD, "edits", "writes_out"]
+    schedulers = ",".join(["fifo", "sjf", *(f"{name}.py:Policy" for name in students)])
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "simsched", "compare", str(folder / "class.toml"), "--schedulers",
+                           schedulers, "--seeds", str(SEEDS), "--keep-going", "--decide-timeout", "2",
+                           "--run-timeout", "60", "--run-memory", "1G", "--workers", str(workers), "--quiet",
+                           "--out", str(out)],
+                          capture_output=True, text=True, timeout=SEEDS * len(students) * 60 + 120,
+                          env={**os.environ, "CLASS37_OUT": str(out)})
+    wall = time.monotonic() - started
+    assert done.returncode == 4, done.stderr
+    failed_lines = [line for line in done.stderr.splitlines() if line.startswith("failed: ")]
+    for name in BAD[1:]:  # every bad student, each run one line naming the student's file
+        lines = [line for line in failed_lines if f"{name}.py:Policy" in line]
+        assert len(lines) == SEEDS, (name, done.stderr)
+        assert all(str(folder / f"{name}.py") in line for line in lines), lines
+    assert any("some_seeds.py:Policy" in line for line in failed_lines)
+    reasons = "\n".join(failed_lines)
+    assert "--decide-timeout 2 s" in reasons and "signal SIGSEGV" in reasons and "exit code 3" in reasons
+    assert "sys.exit(5)" in reasons
+    assert "MemoryError" in reasons or "--run-memory" in reasons
+    with open(out / "compare_runs.csv", newline="") as fh:
+        ranked = {row["scheduler"] for row in csv.DictReader(fh)}
+    assert {"fifo", "sjf", "good.py:Policy", "edits.py:Policy", "writes_out.py:Policy"} <= ranked
+    assert "scheduler,mean\nwrites_out,0" not in (out / "compare.csv").read_text()  # ours, written last
+    assert "count = 64" in (folder / "class.toml").read_text()  # the student did edit it ...
+    with open(out / "compare.csv", newline="") as fh:  # ... and every run used the scenario as first read
+        table = {(row["metric"], row["scheduler"]): row for row in csv.DictReader(fh)}
+    assert table["completed", "edits.py:Policy"]["mean"] == table["completed", "good.py:Policy"]["mean"]
+    assert table["avg_jct", "edits.py:Policy"]["mean"] == table["avg_jct", "good.py:Policy"]["mean"]
+    assert wall < SEEDS * len(students) * 60 + 60
+    print(f"class of {len(students)} with {workers} worker(s): {wall:.1f} s")
