@@ -281,9 +281,11 @@ def _experiment_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
         for seed in range(3):
             for name, base in (("fifo", 100.0), ("sjf", 80.0), ("evo-gp", 70.0)):
                 jct = base * load + (seed * 7 % 5) * (1 if name != "sjf" else 4)
-                rows.append({"scenario": "s", "instance": 0, "scheduler": name, "seed": seed, "ea_stream": 0,
+                rows.append({"run_id": f"r{load}-{seed}-{name}", "scenario": "s", "instance": 0, "scheduler": name,
+                             "seed": seed, "ea_stream": 0,
                              "scenario_hash": "h", "wall_s": 1.0, "workload.load": load, "avg_jct": jct})
-    decisions = pd.DataFrame({"scheduler": ["fifo"] * 20 + ["evo-gp"] * 20,
+    decisions = pd.DataFrame({"run_id": ["r0.5-0-fifo"] * 20 + ["r0.5-0-evo-gp"] * 20,
+                              "scheduler": ["fifo"] * 20 + ["evo-gp"] * 20,
                               "queued": list(range(20)) * 2,
                               "seconds": [1e-4 * (q + 1) for q in range(20)] + [1e-3 * (q + 1) for q in range(20)]})
     return pd.DataFrame(rows), decisions

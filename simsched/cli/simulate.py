@@ -27,9 +27,6 @@ from simsched.runs.single import RUN_FILES, is_user_code, limits_of, simulation,
 
 
 def run_parsed(args: argparse.Namespace, stdout) -> int:
-
-
-
     pictures = _check_plot_flags(args, _command())  # before anything is created or run
     if args.format is not None:
         if not args.out:

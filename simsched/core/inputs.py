@@ -62,9 +62,10 @@ def scenario_inputs(scenario: object) -> None:
     if workload is not None:
         base = getattr(workload, "base_dir", None) or Path(".")
         trace = getattr(workload, "path", None)
+        what = "job CSV" if getattr(workload, "source", None) == "csv" else "trace file"  # as its reader says
         if trace:
             for part in (trace if isinstance(trace, (list, tuple)) else [trace]):
-                note_read(Path(base) / part if not Path(part).is_absolute() else Path(part), "trace file")
+                note_read(Path(base) / part if not Path(part).is_absolute() else Path(part), what)
         params_file = getattr(workload, "params_file", None)
         if params_file and not str(params_file).startswith("<"):
             note_read(Path(base) / params_file if not Path(params_file).is_absolute() else Path(params_file),

@@ -426,14 +426,16 @@ def workload_files(scenario: Scenario) -> list[Path]:
 
 
 def input_hash(scenario: Scenario) -> str:
-    """The scenario file's hash as it was read (``Scenario.digest``) and its workload files' bytes now."""
+    """The scenario file's hash as it was read (``Scenario.digest``) and its workload files' bytes now,
+    in the order the scenario names them. Contents only, not paths: a Ray worker reads the same
+    files from its shipped mirror (simsched.runs.shipping) under other paths."""
     digest = hashlib.sha256(scenario.digest.encode())
     for path in workload_files(scenario):
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise InputError(f"{path}: cannot read it ({exc.strerror})") from None
-        digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
+        digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()[:16]
 
 

@@ -27,7 +27,7 @@ from simsched.runs.experiment.grid import RunTask, check_runs, plan
 from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.experiment.spec import ExperimentSpec
 from simsched.runs.experiment.store import (
-    ADDED_LATER_METRICS,
+    FLAT_ADDED_LATER,
     ResultStore,
     in_plan_order,
     read_decisions,
@@ -79,7 +79,7 @@ def metrics_of(summary: dict[str, Any], tenant_metrics: Sequence[str] = ()) -> d
     metrics = {key: value for key, value in summary.items()
                if key not in NOT_METRICS and key not in flat and key not in LATER_TOP_LEVEL
                and isinstance(value, (int, float)) and not isinstance(value, bool)}
-    metrics.update({key: flat[key] for key in ADDED_LATER_METRICS if key not in metrics})
+    metrics.update({key: flat[key] for key in FLAT_ADDED_LATER})
     metrics.update({key: flat.get(key) for key in tenant_metrics})
     return metrics
 

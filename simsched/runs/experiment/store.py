@@ -105,8 +105,10 @@ def _rewrite(path: Path, data: bytes) -> None:
 
 #: metrics results.csv gained after stores were written (issues 20, 21, 34): a store whose header lacks
 #: them keeps its columns (the new metrics are left out of its rows, so --resume goes on)
-ADDED_LATER_METRICS = tuple(key for key, *_ in STARVATION_METRICS + FAIRNESS_METRICS) + (
-    "plans", "ea_runs", "moves", "moves_per_job")
+FLAT_ADDED_LATER = tuple(key for key, *_ in STARVATION_METRICS + FAIRNESS_METRICS)
+#: what a planner did and how often jobs moved (issue 34): top-level numbers of every summary
+COUNTS_ADDED_LATER = ("plans", "ea_runs", "moves", "moves_per_job")
+ADDED_LATER_METRICS = FLAT_ADDED_LATER + COUNTS_ADDED_LATER
 
 
 def _number_or_empty(cell: str) -> bool:
