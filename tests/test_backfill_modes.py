@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import simsched
@@ -102,8 +102,14 @@ def test_bad_modes_are_one_line(tmp_path: Path, capsys) -> None:
 
 
 # -- properties --------------------------------------------------------------------------------------
-job_rows = st.lists(st.tuples(st.integers(0, 50), st.integers(1, 60), st.sampled_from([1, 2, 3, 4])),
-                    min_size=2, max_size=9)
+spread_rows = st.lists(st.tuples(st.integers(0, 50), st.integers(1, 60), st.sampled_from([1, 2, 3, 4])),
+                       min_size=2, max_size=9)
+# bursts: several jobs at one instant behind a running one, short and long (the inputs where two
+# backfills compete for one reservation's spare GPUs, or a backfill ends exactly at its shadow time)
+burst_rows = st.lists(st.tuples(st.integers(0, 2), st.sampled_from([5, 9, 10, 60]), st.sampled_from([1, 2, 3])),
+                      min_size=3, max_size=7)
+job_rows = st.one_of(spread_rows, burst_rows)
+TWO_BACKFILLS = [(0, 10, 2), (1, 5, 3), (1, 60, 1), (1, 60, 1)]  # issue 39: the head starts at 10, not 61
 
 
 def _rows_of(jobs) -> list[str]:
@@ -112,6 +118,7 @@ def _rows_of(jobs) -> list[str]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(jobs=job_rows)
+@example(jobs=TWO_BACKFILLS)
 def test_easy_never_starts_the_head_later_than_without_backfilling(tmp_path_factory, jobs) -> None:
     """Brute-force check of the reservation: with exact durations, the first job in FIFO order that
     waits starts no later under easy than under strict head-of-line (none), which is when the
@@ -128,6 +135,7 @@ def test_easy_never_starts_the_head_later_than_without_backfilling(tmp_path_fact
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(jobs=job_rows)
+@example(jobs=TWO_BACKFILLS)
 def test_conservative_delays_no_job_behind_strict_fifo(tmp_path_factory, jobs) -> None:
     """Conservative backfilling starts every job no later than strict FIFO without backfilling
     (a classic property with exact run times: each job's reservation is at most its FIFO start)."""
@@ -156,3 +164,41 @@ def test_starvation_block_on_a_hand_computed_table() -> None:
     # >8-GPU GPU-hours: 16 x 3600 (waited 25 h: late) and 32 x 7200 (waited 10 s): 57,600 / 288,000
     assert block["large_gpu_hours_late_share"] == 57600 / (57600 + 230400)
     assert block["p99_wait"] == pytest.approx(float(pd.Series([0.0, 3600.0, 90000.0, 10.0]).quantile(0.99)))
+
+
+# -- hand-computed guarantees of the fast walk (mutants of simsched/policies/easy.py) ------------------
+def test_two_backfills_cannot_take_the_heads_reserved_gpus(tmp_path: Path) -> None:
+    """One 4-GPU node, fifo, best fit. j0 holds 2 GPUs 0-10. At 1, j1 (3 GPUs) waits and is reserved
+    at 10, where 1 GPU is spare; j2 (1 GPU, runs past 10) takes that spare GPU and backfills; j3 (1 GPU,
+    also past 10) would take one of j1's reserved GPUs: it waits. j1 starts at 10, j3 when j1 ends.
+    (A walk whose start forgets to lower the reservation's capacity lets j3 in too, and j1 waits to 61.)"""
+    jobs = ["j0,0,10,2,,,,,", "j1,1,5,3,,,,,", "j2,1,60,1,,,,,", "j3,1,60,1,,,,,"]
+    for mode in ('"easy"', '"conservative"'):
+        assert run_rows(_scenario(tmp_path, mode, jobs=jobs)) == {
+            "j0": (0, 10), "j1": (10, 15), "j2": (1, 61), "j3": (15, 75)}, mode
+
+
+def test_a_backfill_ending_exactly_at_the_shadow_time_keeps_the_spare_gpus(tmp_path: Path) -> None:
+    """One 4-GPU node. a holds 2 GPUs 0-10; b (3 GPUs) waits from 1, reserved at 10 with 1 GPU spare.
+    c (1 GPU, 9 s) ends exactly at 10: it backfills without touching the reservation, so d (1 GPU,
+    100 s) still has the spare GPU at 10 and backfills too. (A walk that counts c as holding its GPU
+    at 10 refuses d, which then starts with b at 10.)"""
+    jobs = ["a,0,10,2,,,,,", "b,1,5,3,,,,,", "c,1,9,1,,,,,", "d,1,100,1,,,,,"]
+    assert run_rows(_scenario(tmp_path, '"easy"', jobs=jobs)) == {
+        "a": (0, 10), "b": (10, 15), "c": (1, 10), "d": (1, 101)}
+
+
+def test_a_restarted_jobs_release_includes_its_restart_penalty(tmp_path: Path) -> None:
+    """One 4-GPU node, tenants a and b with 2 GPUs each, borrow + preempt, restart penalty 30, fifo
+    with easy backfilling. b1 (b, 3 GPUs, 100 s) borrows at 0; a1 (a, 2 GPUs, 20 s) reclaims at 10:
+    b1 is preempted with 90 s of work left and restarts when a1 ends, at 30, to end at
+    30 + 30 + 90 = 150. At 31 h (b, 4 GPUs) waits, reserved at b1's end, 150, on every GPU; x (b, 1
+    GPU, 100 s) ends at 131, before it: x backfills. (Without the penalty, b1's release is at 120, x
+    would run past h's reservation, and waits until h ends.)"""
+    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]\n'
+                '[[cluster.tenant]]\nname = "a"\ngpus = 2\n[[cluster.tenant]]\nname = "b"\ngpus = 2\n')
+    jobs = ["b1,0,100,3,b", "a1,10,20,2,a", "h,31,10,4,b", "x,31,100,1,b"]
+    path = write_scenario(tmp_path, clusters=clusters, jobs=jobs, header="job_id,submit,duration,gpus,tenant",
+                          scheduler='policy = "fifo"\nplacement = "best_fit"\nbackfill = "easy"\nquota = "borrow"\n'
+                                    'reclaim = "preempt"\nrestart_penalty_s = 30')
+    assert run_rows(path) == {"b1": (0, 150), "a1": (10, 30), "h": (150, 160), "x": (31, 131)}

@@ -256,3 +256,68 @@ def test_node_gpus_take_give_and_waiting_get():
     assert got == [1] and gpus.level == 4000
     with pytest.raises(DecisionError):
         gpus.give(5000)
+
+
+# -- restart penalties and the one-node-per-worker rule (mutants of simsched/core/engine.py) ----------
+class RecordingUrgent(PreemptForUrgent):
+    """PreemptForUrgent that notes, at every decision, each running job's remaining time as the view
+    gives it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, str, float]] = []
+
+    def decide(self, view):
+        self.seen += [(view.now, job.job_id, view.remaining_time(job)) for job in view.running]
+        return super().decide(view)
+
+
+def test_a_penalised_restarts_remaining_time_counts_no_work_during_the_penalty():
+    """A (100 s) runs 0-30, is preempted by U, restarts at 40 with 70 s of work and a 5 s penalty. The
+    view's remaining time of A is 70 s during the penalty (at 42) and 70 - (60 - 40 - 5) = 55 s at 60;
+    A ends at 40 + 5 + 70 = 115. W1 and W2 (no work to speak of) only call decisions at 42 and 60."""
+    jobs = [JobSpec("A", 0, 100, 1, 1), JobSpec("U", 30, 10, 1, 1), JobSpec("W1", 42, 1, 1, 1),
+            JobSpec("W2", 60, 1, 1, 1)]
+    policy = RecordingUrgent()
+    engine = _engine(jobs, policy, restart_penalty_s=5.0)
+    assert engine.run()
+    assert [(t, r) for t, j, r in policy.seen if j == "A" and t in (42.0, 60.0)] == [(42.0, 70.0), (60.0, 55.0)]
+    assert engine.by_id["A"].end == 115.0
+
+
+def test_a_job_preempted_during_its_restart_penalty_keeps_all_its_work():
+    """As above, but U2 preempts A again at 43, 3 s into its 5 s penalty: A did no work since 40, so
+    it still has 70 s left; it restarts when U2 ends (53) and, with the penalty again, ends at
+    53 + 5 + 70 = 128. Its GPU time counts every second it held the GPU: 30 + 3 + 75."""
+    jobs = [JobSpec("A", 0, 100, 1, 1), JobSpec("U", 30, 10, 1, 1), JobSpec("U2", 43, 10, 1, 1)]
+    engine = _engine(jobs, PreemptForUrgent(), restart_penalty_s=5.0)
+    assert engine.run()
+    assert engine.events == [
+        (0.0, "arrive", "A", ""), (0.0, "start", "A", "0"),
+        (30.0, "arrive", "U", ""), (30.0, "preempt", "A", ""), (30.0, "start", "U", "0"),
+        (40.0, "finish", "U", ""), (40.0, "start", "A", "0"),
+        (43.0, "arrive", "U2", ""), (43.0, "preempt", "A", ""), (43.0, "start", "U2", "0"),
+        (53.0, "finish", "U2", ""), (53.0, "start", "A", "0"),
+        (128.0, "finish", "A", ""),
+    ]
+    a = engine.by_id["A"]
+    assert (a.end, a.preemptions, a.gpu_seconds) == (128.0, 2, 30.0 + 3.0 + 75.0)
+
+
+class OneNodeForTwoWorkers:
+    """A user policy's mistake: a 2-worker job started on one node."""
+
+    def decide(self, view):
+        return Decision(tuple(Start(job.job_id, (0,)) for job in view.queue))
+
+
+def test_a_two_worker_job_on_one_node_is_refused():
+    """Two 8-GPU nodes; J is 16 GPUs as 2 workers of 8. Starting it on node 0 alone would run it on
+    8 GPUs (node 0 has room for one worker): the engine refuses the decision, naming the job."""
+    import pytest
+
+    from simsched.core.errors import DecisionError
+
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(2, 8, "V100"),)),), builtin_gpu_types())
+    engine = Engine(fleet, [JobSpec("J", 0, 10, 16, 2)], OneNodeForTwoWorkers())
+    with pytest.raises(DecisionError, match="'J' needs 2 nodes"):
+        engine.run()
