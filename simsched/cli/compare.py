@@ -163,6 +163,7 @@ def compare_command(argv: list[str]) -> int:
         if not args.quiet:
             print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     if result.failed:
-        print(f"{len(result.failed)} run(s) failed and are not ranked (exit {KEEP_GOING_EXIT})", file=sys.stderr)
+        print(f"{len(result.failed)} run(s) failed; a scheduler that failed any case is placed after every "
+              f"scheduler that completed all cases (exit {KEEP_GOING_EXIT})", file=sys.stderr)
         return KEEP_GOING_EXIT
     return 0

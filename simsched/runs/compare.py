@@ -132,10 +132,12 @@ class CompareResult:
     spec: CompareSpec
     runs: pd.DataFrame  # one row per (instance, seed, scheduler): metrics + rank
     table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
-    ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
+    ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank (NaN: its run failed), then mean_rank
     jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
     warnings: list[str] = field(default_factory=list)  # the runs' warnings, each once (printed before the tables)
     failed: list[dict[str, Any]] = field(default_factory=list)  # --keep-going: runs whose policy failed
+    #: per scheduler: cases completed, failed, mean rank over the completed ones, place (simsched.runs.ranking)
+    standing: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def write(self, out_dir: str | Path, format: str = "csv") -> list[Path]:
         """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically);
@@ -653,21 +655,19 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     rows = [merged[i] for i in range(len(tasks))]
     failed = [{"instance": row["instance"], "seed": row["seed"], "scheduler": row["scheduler"],
                "error": row["_failed"]} for row in rows if "_failed" in row]
+    ran = [task for task, row in zip(tasks, rows) if "_failed" not in row]
     rows = [row for row in rows if "_failed" not in row]
-    if failed:
+    if failed:  # its scheduler stays in the tables, placed after those that completed every case
         if keep_jobs:
             keep_jobs = all("_jobs" in row for row in rows)
-        ran = list(dict.fromkeys(row["scheduler"] for row in rows))
-        spec = replace(spec, schedulers=tuple(name for name in spec.schedulers if name in ran))
         if not rows:
             raise InputError(f"compare: every run failed; the first: {failed[0]['scheduler']} "
                              f"(seed {failed[0]['seed']}): {failed[0]['error']}")
     jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
     said = [row.pop("_warnings", []) for row in rows]
-    result = tabulate(spec, pd.DataFrame(rows))
+    result = tabulate(spec, pd.DataFrame(rows), failed)
     result.jobs = jobs
-    result.warnings = run_warnings([t for t in tasks if any(t.scheduler == n for n in spec.schedulers)]
-                                   if failed else tasks, said)
+    result.warnings = run_warnings(ran, said)
     result.failed = failed
     return result
 
@@ -771,39 +771,61 @@ def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied, com
     return out
 
 
-def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
+def tabulate(spec: CompareSpec, runs: pd.DataFrame, failed: Sequence[dict[str, Any]] = ()) -> CompareResult:
     """Mean +- sample std (0 for one case) per metric and scheduler; ranks per case on ``rank_by``,
     runs that left jobs unfinished after every run that finished all its feasible jobs
-    (:mod:`simsched.runs.ranking`). The best mean of a metric is picked among the schedulers that
-    finished every job in every case, when there are any."""
+    (:mod:`simsched.runs.ranking`).
+
+    ``failed``: the runs whose policy failed (``--keep-going``). Their schedulers are placed after
+    every scheduler that completed all cases, then by cases completed (``standing``, ranking.standing);
+    their means are over the cases they completed (``n``). The best mean of a metric is picked among
+    the schedulers that completed every case with every job finished, when there are any, and never
+    from a mean over fewer cases than the others."""
     order = list(spec.schedulers)
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
     metrics = list(METRICS) + extra_metrics(runs)
     higher = dict((key, better) for key, _, better in metrics)
     runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
+    cases = _cases(runs, failed)
+    completed = runs.groupby("scheduler", sort=False).size().reindex(order, fill_value=0).astype(int)
     marked = ranking.incomplete_counts(runs)
-    eligible = [name for name in order if name not in marked] or order
+    full = [name for name in order if completed[name] == len(cases)]
+    eligible = [name for name in full if name not in marked] or full
     records = []
     grouped = runs.groupby("scheduler", sort=False)
     for key, label, better in metrics:
-        means = grouped[key].mean()
-        stds = grouped[key].std(ddof=1).fillna(0.0)
-        candidates = means[eligible].dropna()
+        means = grouped[key].mean().reindex(order)
+        stds = grouped[key].std(ddof=1).reindex(order).fillna(0.0)
+        counts = grouped[key].count().reindex(order, fill_value=0).astype(int)
+        most = int(counts.max())
+        pool = [name for name in eligible if counts[name] == most]  # no best from fewer cases
+        candidates = means[pool].dropna()
         best_value = (candidates.max() if better else candidates.min()) if len(candidates) else math.nan
         for name in order:
             records.append({"metric": key, "label": label, "scheduler": name, "mean": float(means[name]),
-                            "std": float(stds[name]), "n": int(grouped[key].count()[name]),
-                            "best": name in eligible and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
-                                                                           abs_tol=1e-12)),
-                            "higher_is_better": better, "unfinished_runs": marked.get(name, 0)})
+                            "std": float(stds[name]), "n": int(counts[name]),
+                            "best": name in pool and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
+                                                                      abs_tol=1e-12)),
+                            "higher_is_better": better, "unfinished_runs": marked.get(name, 0),
+                            "failed_runs": len(cases) - int(completed[name])})
     table = pd.DataFrame(records)
-    ranks = runs.pivot(index="scheduler", columns="case", values="rank")
-    cases = list(dict.fromkeys(runs["case"]))
-    ranks = ranks.loc[order, cases]
-    ranks["mean_rank"] = ranks.mean(axis=1)
+    ranks = runs.pivot(index="scheduler", columns="case", values="rank").reindex(index=order, columns=cases)
+    ranks.index.name, ranks.columns.name = "scheduler", "case"
+    ranks["mean_rank"] = ranks[cases].mean(axis=1)  # over the cases it completed (NaN for none)
+    standing = pd.DataFrame({"completed": completed, "failed": len(cases) - completed,
+                             "mean_rank": ranks["mean_rank"]})
+    standing["place"] = ranking.standing(completed, len(cases), ranks["mean_rank"])
     runs = runs.drop(columns="case")
-    return CompareResult(spec, runs, table, ranks)
+    return CompareResult(spec, runs, table, ranks, standing=standing)
+
+
+def _cases(runs: pd.DataFrame, failed: Sequence[dict[str, Any]]) -> list[str]:
+    """Every case ("instance#seed"), the failed runs' too, in plan order (instance, then seed)."""
+    pairs = list(zip(runs["instance"], runs["seed"])) + [(f["instance"], f["seed"]) for f in failed]
+    instances = {name: i for i, name in enumerate(dict.fromkeys(name for name, _ in pairs))}
+    ordered = sorted(dict.fromkeys((name, int(seed)) for name, seed in pairs), key=lambda p: (instances[p[0]], p[1]))
+    return [f"{name}#{seed}" for name, seed in ordered]
 
 
 def extra_metrics(runs: pd.DataFrame) -> list[tuple[str, str, bool]]:
