@@ -148,8 +148,9 @@ def compare_command(argv: list[str]) -> int:
         return code
     for warning in warnings_of(result):  # before the tables, where they are seen
         print(f"warning: {warning}", file=sys.stderr)
+    shown = result.labels  # alice.py:Policy as alice:Policy (compare.csv has the full path)
     for failure in result.failed:  # --keep-going: each failed run, one line, before the tables
-        print(f"failed: {failure['scheduler']} on {failure['instance']} (seed {failure['seed']}): {failure['error']}",
+        print(f"failed: {shown[failure['scheduler']]} on {failure['instance']} (seed {failure['seed']}): {failure['error']}",
               file=sys.stderr)
     if not args.quiet:
         tables = rich_tables(result)

@@ -95,7 +95,7 @@ def _completed(result: CompareResult, name: str) -> int:
 
 def rank_rows(result: CompareResult) -> tuple[list[str], list[tuple[str, list[str], bool]]]:
     """The rank table as text: the header (scheduler, each case, mean rank, place) and per scheduler
-    (in order) its cells and whether its mean rank is the best. A failed run's case shows "failed";
+    (in order) its short label, its cells and whether its mean rank is the best. A failed run's case shows "failed";
     a mean rank over fewer cases than the others shows its ``n``; a scheduler that failed every
     case shows "failed (k of k)" (simsched.runs.ranking)."""
     cases = [c for c in result.ranks.columns if c != "mean_rank"]
@@ -104,6 +104,7 @@ def rank_rows(result: CompareResult) -> tuple[list[str], list[tuple[str, list[st
     full = standing[standing["completed"] == total] if len(standing) else standing
     best_place = full["place"].min() if len(full) else None
     rows = []
+    shown = result.labels
     for name in result.spec.schedulers:
         r = result.ranks.loc[name]
         s = standing.loc[name]
@@ -111,13 +112,14 @@ def rank_rows(result: CompareResult) -> tuple[list[str], list[tuple[str, list[st
         mean = (ranking.failed_label(total - done, total) if done == 0
                 else ranking.with_n(f"{r['mean_rank']:.2f}", done, total))
         cells = [f"{r[c]:g}" if r[c] == r[c] else "failed" for c in cases] + [mean, f"{s['place']:g}"]
-        rows.append((name, cells, done == total and s["place"] == best_place))
+        rows.append((shown[name], cells, done == total and s["place"] == best_place))
     return ["Scheduler", *cases, "Mean rank", "Place"], rows
 
 
 def _labels(result: CompareResult) -> list[str]:
-    marked = unfinished_runs(result)
-    return [ranking.mark(name, name in marked) for name in result.spec.schedulers]
+    """Each scheduler's short label (``alice:Policy``), marked † when it left jobs unfinished."""
+    marked, shown = unfinished_runs(result), result.labels
+    return [ranking.mark(shown[name], name in marked) for name in result.spec.schedulers]
 
 
 def _footnote(result: CompareResult) -> str:
@@ -125,22 +127,23 @@ def _footnote(result: CompareResult) -> str:
     if not marked:
         return ""
     totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
-    return ranking.note(marked, {k: int(v) for k, v in totals.items()})
+    shown = result.labels
+    return ranking.note({shown[k]: n for k, n in marked.items()}, {shown[k]: int(v) for k, v in totals.items()})
 
 
 def to_markdown(result: CompareResult) -> str:
     """Both tables as Markdown; the best mean of each metric in bold; schedulers that left jobs
     unfinished marked † with a footnote."""
     order = list(result.spec.schedulers)
-    marked = unfinished_runs(result)
-    labels = [ranking.mark(f"`{name}`", name in marked) for name in order]
+    marked, shown = unfinished_runs(result), result.labels
+    labels = [ranking.mark(f"`{shown[name]}`", name in marked) for name in order]
     note = seed_note(result.spec)
     footnote = _footnote(result)
     lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else [])
     for warning in warnings_of(result):  # what the runs warned about, as printed before the tables
         lines += [f"Warning: {warning}", ""]
     for failure in result.failed:  # --keep-going: placed after every scheduler that completed all cases
-        lines += [f"Failed: `{failure['scheduler']}` on {failure['instance']} (seed {failure['seed']}): "
+        lines += [f"Failed: `{shown[failure['scheduler']]}` on {failure['instance']} (seed {failure['seed']}): "
                   f"{failure['error']}", ""]
     lines += ["| Metric | " + " | ".join(labels) + " |",
               "|---|" + "---:|" * len(order)]
@@ -217,4 +220,5 @@ def rich_tables(result: CompareResult) -> list:
 def _failed_note(result: CompareResult) -> str:
     """Who failed on how many cases, and what that means for their place."""
     total = len([c for c in result.ranks.columns if c != "mean_rank"])
-    return ranking.failed_note({str(k): int(n) for k, n in result.standing["failed"].items() if n > 0}, total)
+    shown = result.labels
+    return ranking.failed_note({shown[k]: int(n) for k, n in result.standing["failed"].items() if n > 0}, total)

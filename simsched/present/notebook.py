@@ -167,7 +167,7 @@ def comparison_html(comparison: Any) -> str:
     header, shown = compare_tables.rank_rows(comparison.result)  # "failed", n=, place: as the terminal shows
     ranks = pd.DataFrame([cells for _, cells, _ in shown], columns=header[1:],
                          index=pd.Index([name for name, _, _ in shown], name="scheduler"))
-    failed = "".join(f"<p>failed: {_escape(f['scheduler'])} on {_escape(f['instance'])} "
+    failed = "".join(f"<p>failed: {_escape(comparison.result.labels[f['scheduler']])} on {_escape(f['instance'])} "
                      f"(seed {_escape(f['seed'])}): {_escape(f['error'])}</p>" for f in comparison.result.failed)
     return (_meta_html(f"simsched compare: {', '.join(comparison.schedulers)}", items)
             + table_html(pd.DataFrame(rows), f"mean{interval}; * best") + failed

@@ -139,6 +139,11 @@ class CompareResult:
     #: per scheduler: cases completed, failed, mean rank over the completed ones, place (simsched.runs.ranking)
     standing: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """Scheduler -> its short label in the tables and failure lines (:func:`short_labels`)."""
+        return short_labels(self.spec.schedulers, self.spec.scenario)
+
     def write(self, out_dir: str | Path, format: str = "csv") -> list[Path]:
         """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically);
         with per-job tables (``--keep-jobs``) jobs/NNN.csv, or jobs/NNN.parquet for ``format="parquet"``."""
@@ -458,6 +463,39 @@ def policy_file(policy: str, scenario: Path) -> str | None:
     return where if Path(where).is_absolute() else str(Path(scenario).resolve().parent / where)
 
 
+def short_labels(names: Sequence[str], scenario: Path) -> dict[str, str]:
+    """How each scheduler is shown in the tables and failure lines: a file policy
+    ``some/dir/alice.py:Policy`` as ``alice:Policy`` (the file's stem), with as many of its folders as
+    it takes to tell it from another one (``a/policy:Policy``, ``b/policy:Policy``); any other name as
+    it is. compare.csv keeps the name as given and the file's full path (``policy_file``)."""
+    labels = {name: name for name in names}
+    files: dict[str, tuple[tuple[str, ...], str]] = {}
+    for name in names:
+        path = policy_file(name, scenario) if user_policy(name) else None
+        if path is not None:
+            files[name] = (Path(os.path.normpath(path)).with_suffix("").parts, name.rpartition(":")[2])
+    depth = dict.fromkeys(files, 1)
+    while True:
+        for name, (parts, cls) in files.items():
+            labels[name] = "/".join(parts[-depth[name]:]).lstrip("/") + ":" + cls
+        seen: dict[str, list[str]] = {}
+        for name in names:
+            seen.setdefault(labels[name], []).append(name)
+        clashing = [name for group in seen.values() if len(group) > 1 for name in group if name in files]
+        grown = [name for name in clashing if depth[name] < len(files[name][0])]
+        if not grown:
+            for name in clashing:  # the same file twice under other spellings: show what was given
+                labels[name] = name
+            return labels
+        for name in grown:
+            depth[name] += 1
+
+
+def policy_files(names: Sequence[str], scenario: Path) -> dict[str, str]:
+    """Each scheduler's policy file, as a full path ('' for a built-in or a module policy)."""
+    return {name: (policy_file(name, scenario) or "") if user_policy(name) else "" for name in names}
+
+
 def _task_policy(task: RunTask) -> Any:
     return task.resolved.scheduler.policy if task.resolved is not None else task.options.get("policy")
 
@@ -606,6 +644,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     done = dict(journal.rows) if journal else {}
     todo = [i for i in range(len(tasks)) if i not in done]
     workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+    shown = short_labels(spec.schedulers, spec.scenario)
     limits = Limits(decide_timeout, run_timeout, run_memory if run_memory is not None else default_memory(workers))
     started = time.perf_counter()
     finished: dict[int, dict[str, Any]] = {}
@@ -614,7 +653,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     def running() -> tuple[str, ...]:
         # the executors start tasks in order, at most `workers` at a time
         waiting = [tasks[i] for i in todo if i not in completed][:workers]
-        return tuple(f"{t.scheduler} seed {t.seed}" for t in waiting)
+        return tuple(f"{shown[t.scheduler]} seed {t.seed}" for t in waiting)
 
     def on_task(position: int) -> None:
         completed.add(todo[position])
@@ -667,7 +706,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     said = [row.pop("_warnings", []) for row in rows]
     result = tabulate(spec, pd.DataFrame(rows), failed)
     result.jobs = jobs
-    result.warnings = run_warnings(ran, said)
+    result.warnings = run_warnings(ran, said, shown)
     result.failed = failed
     return result
 
@@ -726,8 +765,10 @@ def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[i
     return [finished[index] for index in todo]
 
 
-def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> list[str]:
-    """The runs' warnings, each text once, prefixed with the runs that gave it when not all did."""
+def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]],
+                 shown: dict[str, str] | None = None) -> list[str]:
+    """The runs' warnings, each text once, prefixed with the runs that gave it when not all did
+    (schedulers by their ``shown`` labels)."""
     by_text: dict[str, list[RunTask]] = {}
     for task, texts in zip(tasks, said):
         for text in texts:
@@ -737,7 +778,7 @@ def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> lis
         if len(where) == len(tasks):
             out.append(text)
         else:
-            names = list(dict.fromkeys(f"{t.scheduler}" for t in where))
+            names = list(dict.fromkeys((shown or {}).get(t.scheduler, t.scheduler) for t in where))
             seeds = sorted({t.seed for t in where})
             out.append(f"{', '.join(names)} (seed {', '.join(map(str, seeds))}): {text}")
     return out
@@ -749,7 +790,7 @@ def warnings_of(result: CompareResult) -> list[str]:
     marked = unfinished_runs(result)
     if marked:
         totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
-        said += [f"{name} left feasible jobs unfinished in {n} of {totals[name]} run(s): it is ranked after every "
+        said += [f"{result.labels[name]} left feasible jobs unfinished in {n} of {totals[name]} run(s): it is ranked after every "
                  "run that finished all its feasible jobs and marked † in the tables" for name, n in marked.items()]
     return said
 
@@ -794,6 +835,7 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame, failed: Sequence[dict[str, A
     eligible = [name for name in full if name not in marked] or full
     records = []
     grouped = runs.groupby("scheduler", sort=False)
+    shown, files = short_labels(order, spec.scenario), policy_files(order, spec.scenario)
     for key, label, better in metrics:
         means = grouped[key].mean().reindex(order)
         stds = grouped[key].std(ddof=1).reindex(order).fillna(0.0)
@@ -808,7 +850,8 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame, failed: Sequence[dict[str, A
                             "best": name in pool and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
                                                                       abs_tol=1e-12)),
                             "higher_is_better": better, "unfinished_runs": marked.get(name, 0),
-                            "failed_runs": len(cases) - int(completed[name])})
+                            "failed_runs": len(cases) - int(completed[name]),
+                            "shown_as": shown[name], "policy_file": files[name]})
     table = pd.DataFrame(records)
     ranks = runs.pivot(index="scheduler", columns="case", values="rank").reindex(index=order, columns=cases)
     ranks.index.name, ranks.columns.name = "scheduler", "case"
