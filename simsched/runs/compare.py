@@ -69,7 +69,7 @@ from simsched.core.metrics import (
 )
 from simsched.core.outputs import write_frame
 from simsched.core.seeding import stream
-from simsched.policies import resolve_policy_ref
+from simsched.policies import check_user_backfill, resolve_policy_ref
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, RunFailed, default_memory, run_watched
@@ -352,7 +352,9 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
 
             if not (ISOLATION and user_policy(variant.scheduler.policy)):
                 build()
-            elif check_policies:
+                continue
+            check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
+            if check_policies:
                 run_watched(build, (), who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
                             limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S))
 
