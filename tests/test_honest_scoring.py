@@ -55,14 +55,14 @@ def test_compare_ranks_a_scheduler_that_finished_everything_first_whatever_the_m
         assert ranked.ranks["mean_rank"].idxmin() in ("fifo", "sjf"), metric
         # the cheats are marked in both renderings, and never "best" on a metric
         markdown = to_markdown(ranked)
-        assert "`cheats.py:Never` †" in markdown and "`cheats.py:OnlyShort` †" in markdown
+        assert "`cheats:Never` †" in markdown and "`cheats:OnlyShort` †" in markdown
         assert "`fifo` †" not in markdown and "`sjf` †" not in markdown
         assert not ranked.table.loc[ranked.table["scheduler"].str.startswith("cheats"), "best"].any()
     console = Console(file=io.StringIO(), width=400)
     for table in rich_tables(result):
         console.print(table)
     text = console.file.getvalue()
-    assert "cheats.py:Never †" in text and "cheats.py:OnlyShort †" in text and "fifo †" not in text
+    assert "cheats:Never †" in text and "cheats:OnlyShort †" in text and "fifo †" not in text
     assert "ranked after every run that finished all its feasible jobs" in text
 
 
@@ -75,8 +75,8 @@ def test_the_cheats_rank_last_on_the_command_line_too(tmp_path, capsys):
                  "--rank-by", "max_wait", "--out", str(tmp_path / "out")])
     assert code == 0
     err = capsys.readouterr().err
-    assert "warning: cheats.py:Never left feasible jobs unfinished in 1 of 1 run(s)" in err
-    assert "Warning: cheats.py:Never left feasible jobs unfinished" in (tmp_path / "out" / "compare.md").read_text()
+    assert "warning: cheats:Never left feasible jobs unfinished in 1 of 1 run(s)" in err
+    assert "Warning: cheats:Never left feasible jobs unfinished" in (tmp_path / "out" / "compare.md").read_text()
     runs = pd.read_csv(tmp_path / "out" / "compare_runs.csv").set_index("scheduler")
     assert set(runs["rank"].loc[["fifo", "sjf"]]) <= {1.0, 2.0, 1.5}
     assert runs.loc["cheats.py:Never", "rank"] > 2 and runs.loc["cheats.py:OnlyShort", "rank"] > 2

@@ -158,9 +158,10 @@ def compare_command(argv: list[str]) -> int:
             return code
         for warning in warnings_of(result):  # before the tables, where they are seen
             print(f"warning: {warning}", file=sys.stderr)
+        shown = result.labels  # alice.py:Policy as alice:Policy (compare.csv has the full path)
         for failure in result.failed:  # --keep-going: each failed run, one line, before the tables
-            print(f"failed: {failure['scheduler']} on {failure['instance']} (seed {failure['seed']}): {failure['error']}",
-                  file=sys.stderr)
+            print(f"failed: {shown[failure['scheduler']]} on {failure['instance']} (seed {failure['seed']}): "
+                  f"{failure['error']}", file=sys.stderr)
         if not args.quiet:
             tables = rich_tables(result)
             console = wide_console(tables)  # piped: as wide as the tables, so no header is cut
@@ -173,7 +174,8 @@ def compare_command(argv: list[str]) -> int:
             if not args.quiet:
                 print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
         if result.failed:
-            print(f"{len(result.failed)} run(s) failed and are not ranked (exit {KEEP_GOING_EXIT})", file=sys.stderr)
+            print(f"{len(result.failed)} run(s) failed; a scheduler that failed any case is placed after every "
+                  f"scheduler that completed all cases (exit {KEEP_GOING_EXIT})", file=sys.stderr)
             return KEEP_GOING_EXIT
         return 0
     finally:

@@ -72,9 +72,11 @@ def _set_all(table: dict[str, Any], keys: Mapping[str, Any]) -> dict[str, Any]:
 
 def scheduler_table(spec: SchedulerSpec) -> dict[str, Any]:
     """The ``[scheduler]`` TOML table that parses back to ``spec``."""
-    table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement, "backfill": spec.backfill_setting,
+    table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement,
                              "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
                              "restart_penalty_s": spec.restart_penalty_s}
+    if spec.backfill_given:  # absent stays absent (the default; a user policy refuses a given mode)
+        table["backfill"] = spec.backfill_setting
     if spec.interval_s is not None:
         table["interval_s"] = spec.interval_s
     if spec.reserve_depth != 1:

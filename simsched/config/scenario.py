@@ -116,6 +116,7 @@ class SchedulerSpec:
     quota: str = "none"  # tenants' quotas: "none" | "strict" | "borrow" (SPEC §3)
     reclaim: str = "preempt"  # borrow: how an owner gets lent GPUs back, "preempt" | "wait"
     max_wait_s: float | None = None  # starvation guard (SPEC §3): jobs queued longer go first; None = off
+    backfill_given: bool = False  # the table wrote `backfill` (a user policy refuses any but "none")
 
     @property
     def backfill_setting(self) -> bool | str:
@@ -182,10 +183,11 @@ class Scenario:
 
         spec = self.scheduler
         table: dict[str, Any] = {"policy": spec.policy, "placement": spec.placement,
-                                 "backfill": spec.backfill_setting,
                                  "allocation": spec.allocation, "heterogeneous": spec.heterogeneous,
                                  "restart_penalty_s": spec.restart_penalty_s, "quota": spec.quota,
                                  "decide_on": spec.decide_on}
+        if spec.backfill_given:  # absent stays absent: the default, and no refusal for a user policy
+            table["backfill"] = spec.backfill_setting
         if spec.quota == "borrow":
             table["reclaim"] = spec.reclaim
         if spec.interval_s is not None:
@@ -618,6 +620,7 @@ def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
         backfill=mode != "none",
         reserve=mode if mode in ("easy", "conservative") else "none",
         reserve_depth=depth,
+        backfill_given=p.has("backfill"),
         allocation=p.get("allocation"),
         heterogeneous=p.get("heterogeneous"),
         interval_s=p.get("interval_s"),

@@ -25,6 +25,7 @@ from simsched.policies.registry import (
     ALLOCATIONS,
     SCHEDULERS,
     build_scheduler,
+    check_user_backfill,
     effective_allocation,
     policy_names,
     resolve_policy_ref,
@@ -32,5 +33,5 @@ from simsched.policies.registry import (
 from simsched.policies.user import load_user_policy
 
 __all__ = ["Decision", "Scheduler", "SchedulerView", "Start", "PLACEMENTS", "ORDERINGS", "ALLOCATIONS",
-           "SCHEDULERS", "policy_names", "build_scheduler", "effective_allocation", "load_user_policy",
+           "SCHEDULERS", "policy_names", "build_scheduler", "check_user_backfill", "effective_allocation", "load_user_policy",
            "resolve_policy_ref", "drf", "ftf", "maxmin_hetero", "preemptive", "queue"]

@@ -160,6 +160,7 @@ def build_scheduler(spec: Any, *, base_dir: Path, rng_for: Callable[[str], Any],
         raise options.error("decide_on", f"{decide_on!r} applies to the planner schedulers (mct-gp, evo-gp) and "
                                          f"the built-in queue policies; policy {policy!r} decides at every "
                                          'event: use decide_on = "event"')
+    check_user_backfill(spec, file)
     if user:
         scheduler = load_user_policy(policy, base_dir, options.rest(), file)
         options.finish()
@@ -182,6 +183,20 @@ def build_scheduler(spec: Any, *, base_dir: Path, rng_for: Callable[[str], Any],
                                           "backfill modes: remove max_wait_s")
     options.finish()
     return scheduler
+
+
+def check_user_backfill(spec: Any, file: Any = None) -> None:
+    """Refuse a backfill mode written for a user policy (``backfill = "easy"``, ``"conservative"``,
+    ``"greedy"``/``true``): its decide() places the jobs itself, so the mode would change nothing.
+    ``backfill = false``/``"none"`` or no ``backfill`` key is accepted. Needs no user code."""
+    setting = spec.backfill_setting
+    if ":" not in spec.policy or not getattr(spec, "backfill_given", False) or setting in (False, "none"):
+        return
+    written = ("true (greedy)" if setting else "false") if isinstance(setting, bool) else f'"{setting}"'
+    raise Params(spec.options, "scheduler", file).error(
+        "backfill", f"backfill = {written} does not apply to a user policy ({spec.policy}): its decide() places "
+                    "the jobs itself, so backfilling is its own code's job; remove backfill or set backfill = false "
+                    "(in a comparison, give the built-ins their mode in [compare.options.NAME])")
 
 
 def resolve_policy_ref(name: str, scenario: Path) -> str:

@@ -66,24 +66,60 @@ def _one_case(result: CompareResult) -> bool:
 
 
 def _metric_cells(result: CompareResult, key: str, best_style: str) -> list[str]:
-    """"mean ± std" of one metric per scheduler, in order (the mean alone for one case); the
-    best one wrapped in ``best_style``."""
+    """"mean ± std" of one metric per scheduler, in order (the mean alone for one case), with its
+    ``n`` when over fewer cases than the others; "failed" for a scheduler that completed no case;
+    the best one wrapped in ``best_style``."""
     rows = result.table[result.table["metric"] == key].set_index("scheduler")
     spread = not _one_case(result)
+    most = int(rows["n"].max()) if len(rows) else 0
     cells = []
     for name in result.spec.schedulers:
         row = rows.loc[name]
-        if row["mean"] != row["mean"]:
+        if _completed(result, name) == 0:
+            text = "failed"
+        elif row["mean"] != row["mean"]:
             text = "n/a"
         else:
-            text = _fmt(key, row["mean"]) + (f" ± {_fmt(key, row['std'])}" if spread else "")
+            text = _fmt(key, row["mean"]) + (f" ± {_fmt(key, row['std'])}" if spread and row["n"] > 1 else "")
+            text = ranking.with_n(text, int(row["n"]), most)
         cells.append(best_style.format(text) if row["best"] else text)
     return cells
 
 
+def _completed(result: CompareResult, name: str) -> int:
+    """How many cases scheduler ``name`` completed (every case for a result without failures)."""
+    if len(result.standing):
+        return int(result.standing.loc[name, "completed"])
+    return int((result.runs["scheduler"] == name).sum())
+
+
+def rank_rows(result: CompareResult) -> tuple[list[str], list[tuple[str, list[str], bool]]]:
+    """The rank table as text: the header (scheduler, each case, mean rank, place) and per scheduler
+    (in order) its short label, its cells and whether its mean rank is the best. A failed run's case shows "failed";
+    a mean rank over fewer cases than the others shows its ``n``; a scheduler that failed every
+    case shows "failed (k of k)" (simsched.runs.ranking)."""
+    cases = [c for c in result.ranks.columns if c != "mean_rank"]
+    standing = result.standing
+    total = len(cases)
+    full = standing[standing["completed"] == total] if len(standing) else standing
+    best_place = full["place"].min() if len(full) else None
+    rows = []
+    shown = result.labels
+    for name in result.spec.schedulers:
+        r = result.ranks.loc[name]
+        s = standing.loc[name]
+        done = int(s["completed"])
+        mean = (ranking.failed_label(total - done, total) if done == 0
+                else ranking.with_n(f"{r['mean_rank']:.2f}", done, total))
+        cells = [f"{r[c]:g}" if r[c] == r[c] else "failed" for c in cases] + [mean, f"{s['place']:g}"]
+        rows.append((shown[name], cells, done == total and s["place"] == best_place))
+    return ["Scheduler", *cases, "Mean rank", "Place"], rows
+
+
 def _labels(result: CompareResult) -> list[str]:
-    marked = unfinished_runs(result)
-    return [ranking.mark(name, name in marked) for name in result.spec.schedulers]
+    """Each scheduler's short label (``alice:Policy``), marked † when it left jobs unfinished."""
+    marked, shown = unfinished_runs(result), result.labels
+    return [ranking.mark(shown[name], name in marked) for name in result.spec.schedulers]
 
 
 def _footnote(result: CompareResult) -> str:
@@ -91,22 +127,23 @@ def _footnote(result: CompareResult) -> str:
     if not marked:
         return ""
     totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
-    return ranking.note(marked, {k: int(v) for k, v in totals.items()})
+    shown = result.labels
+    return ranking.note({shown[k]: n for k, n in marked.items()}, {shown[k]: int(v) for k, v in totals.items()})
 
 
 def to_markdown(result: CompareResult) -> str:
     """Both tables as Markdown; the best mean of each metric in bold; schedulers that left jobs
     unfinished marked † with a footnote."""
     order = list(result.spec.schedulers)
-    marked = unfinished_runs(result)
-    labels = [ranking.mark(f"`{name}`", name in marked) for name in order]
+    marked, shown = unfinished_runs(result), result.labels
+    labels = [ranking.mark(f"`{shown[name]}`", name in marked) for name in order]
     note = seed_note(result.spec)
     footnote = _footnote(result)
     lines = [f"## {_title(result)}", ""] + ([f"Note: {note}.", ""] if note else [])
     for warning in warnings_of(result):  # what the runs warned about, as printed before the tables
         lines += [f"Warning: {warning}", ""]
-    for failure in result.failed:  # --keep-going: not ranked
-        lines += [f"Failed (not ranked): `{failure['scheduler']}` on {failure['instance']} (seed {failure['seed']}): "
+    for failure in result.failed:  # --keep-going: placed after every scheduler that completed all cases
+        lines += [f"Failed: `{shown[failure['scheduler']]}` on {failure['instance']} (seed {failure['seed']}): "
                   f"{failure['error']}", ""]
     lines += ["| Metric | " + " | ".join(labels) + " |",
               "|---|" + "---:|" * len(order)]
@@ -121,16 +158,14 @@ def to_markdown(result: CompareResult) -> str:
                   "|---|" + "---:|" * len(order)]
         for key, label in extra:
             lines.append(f"| {label} | " + " | ".join(_metric_cells(result, key, "**{}**")) + " |")
-    lines += ["", f"### Rank by {result.spec.rank_by} per case (1 = best; ties share the mean rank)", ""]
-    cases = [c for c in result.ranks.columns if c != "mean_rank"]
-    lines.append("| Scheduler | " + " | ".join(cases) + " | Mean rank |")
-    lines.append("|---|" + "---:|" * (len(cases) + 1))
-    best = result.ranks["mean_rank"].min()
-    for name, shown in zip(order, labels):
-        r = result.ranks.loc[name]
-        mean = f"{r['mean_rank']:.2f}"
-        lines.append(f"| {shown} | " + " | ".join(f"{r[c]:g}" for c in cases) + " | "
-                     + (f"**{mean}**" if r["mean_rank"] == best else mean) + " |")
+    header, rows = rank_rows(result)
+    lines += ["", f"### Rank by {result.spec.rank_by} per case (1 = best; ties share the mean rank)", "",
+              "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for shown, (_, cells, best) in zip(labels, rows):
+        cells = cells[:-2] + [f"**{cells[-2]}**" if best else cells[-2], cells[-1]]
+        lines.append(f"| {shown} | " + " | ".join(cells) + " |")
+    if result.failed:
+        lines += ["", f"Note: {_failed_note(result)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -151,7 +186,6 @@ def rich_tables(result: CompareResult) -> list:
     that left jobs unfinished are marked † (caption)."""
     from rich.table import Table  # rich: only the console's tables need it
 
-    order = list(result.spec.schedulers)
     labels = _labels(result)
     footnote = _footnote(result)
     metrics = Table(title=_title(result), caption=footnote or None)
@@ -170,17 +204,21 @@ def rich_tables(result: CompareResult) -> list:
         for key, label in extra:
             waits.add_row(label, *_metric_cells(result, key, "[bold green]{}[/]"))
         tables.append(waits)
-    ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)",
-                  caption="† ranked after every run that finished all its feasible jobs" if footnote else None)
-    ranks.add_column("Scheduler")
-    cases = [c for c in result.ranks.columns if c != "mean_rank"]
-    for case in cases:
-        ranks.add_column(case, justify="right")
-    ranks.add_column("Mean rank", justify="right")
-    best = result.ranks["mean_rank"].min()
-    for name, shown in zip(order, labels):
-        r = result.ranks.loc[name]
-        mean = f"{r['mean_rank']:.2f}"
-        ranks.add_row(shown, *(f"{r[c]:g}" for c in cases),
-                      f"[bold green]{mean}[/]" if r["mean_rank"] == best else mean)
+    captions = (["† ranked after every run that finished all its feasible jobs"] if footnote else []) + \
+        ([_failed_note(result)] if result.failed else [])
+    ranks = Table(title=f"Rank by {result.spec.rank_by} per case (1 = best)", caption="; ".join(captions) or None)
+    header, rows = rank_rows(result)
+    ranks.add_column(header[0])
+    for column in header[1:]:
+        ranks.add_column(column, justify="right")
+    for shown, (_, cells, best) in zip(labels, rows):
+        cells = cells[:-2] + [f"[bold green]{cells[-2]}[/]" if best else cells[-2], cells[-1]]
+        ranks.add_row(shown, *cells)
     return [*tables, ranks]
+
+
+def _failed_note(result: CompareResult) -> str:
+    """Who failed on how many cases, and what that means for their place."""
+    total = len([c for c in result.ranks.columns if c != "mean_rank"])
+    shown = result.labels
+    return ranking.failed_note({shown[k]: int(n) for k, n in result.standing["failed"].items() if n > 0}, total)

@@ -16,7 +16,7 @@ from simsched.core import atomic
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS, SUMMARY_METRICS
 from simsched.runs.experiment.spec import METRICS, ExperimentSpec
 from simsched.runs.experiment.stats import ExperimentStats
-from simsched.runs.ranking import mark, note
+from simsched.runs.ranking import mark, note, with_n
 
 #: other metrics shown as means beside the headline metric
 SIDE_METRICS = ("avg_jct", "avg_wait", "max_wait", "cq_avg", "cq_max", "utilization", "preemptions")
@@ -70,17 +70,22 @@ def _by_point(frame: pd.DataFrame, spec: ExperimentSpec) -> Iterator[tuple[str, 
 def summary_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the main table at one grid point (text cells)."""
     frame = dict(_by_point(stats.summary, spec))[point]
-    finished = frame[frame["unfinished_cases"] == 0] if "unfinished_cases" in frame.columns else frame
-    pool = finished["mean"] if len(finished) else frame["mean"]  # best among runs that finished every job
-    best_mean = pool.max() if spec.higher_is_better else pool.min()
-    best_rank = frame["mean_rank"].min()
+    cases = int(frame["n"].max())
+    full = frame[frame["n"] == cases]  # no best from fewer cases (simsched.runs.ranking)
+    finished = full[full["unfinished_cases"] == 0] if "unfinished_cases" in full.columns else full
+    pool = (finished["mean"] if len(finished) else full["mean"]).dropna()  # best among runs that finished every job
+    best_mean = (pool.max() if spec.higher_is_better else pool.min()) if len(pool) else None
+    best_place = full["place"].min() if "place" in full.columns else None
     header = ["scheduler", "cases", f"mean {spec.metric}", "95% CI", "mean rank", "95% CI", "first on"]
     rows = []
     for r in frame.itertuples():
         left = getattr(r, "unfinished_cases", 0)
-        rows.append([mark(r.scheduler, bool(left)), str(r.n), ("*" if r.mean == best_mean else "") + _num(r.mean),
-                     f"[{_num(r.ci_low)}, {_num(r.ci_high)}]", ("*" if r.mean_rank == best_rank else "")
-                     + f"{r.mean_rank:.2f}", f"[{_num(r.rank_ci_low, 2)}, {_num(r.rank_ci_high, 2)}]",
+        best_rank = r.n == cases and (getattr(r, "place", None) == best_place if best_place is not None
+                                      else r.mean_rank == full["mean_rank"].min())
+        rows.append([mark(r.scheduler, bool(left)), str(r.n),
+                     ("*" if r.n == cases and r.mean == best_mean else "") + with_n(_num(r.mean), r.n, cases),
+                     f"[{_num(r.ci_low)}, {_num(r.ci_high)}]", ("*" if best_rank else "")
+                     + with_n(_num(r.mean_rank, 2), r.n, cases), f"[{_num(r.rank_ci_low, 2)}, {_num(r.rank_ci_high, 2)}]",
                      f"{r.first} of {r.instances}"])
     return header, rows
 

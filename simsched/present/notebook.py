@@ -36,7 +36,7 @@ from simsched.present.plots import experiment as experiment_figures
 from simsched.present.plots import run as run_figures
 from simsched.present.plots.draw import run_metric_table
 from simsched.present.plots.report import table_html
-from simsched.runs import display
+from simsched.runs import display, ranking
 from simsched.runs.compare import METRICS
 
 #: the figures of one run, by ``kind`` (``utilization`` is accepted for ``utilisation``)
@@ -145,26 +145,29 @@ def comparison_html(comparison: Any) -> str:
              ("overrides", ", ".join(f"{k}={v!r}" for k, v in spec.settings.items())),
              ("note", seed_note(spec))]
     summary = comparison.summary
+    cases_all = [c for c in comparison.ranks.columns if c != "mean_rank"]
     rows = []
     for key, label, _ in METRICS:
         part = summary[summary["metric"] == key].set_index("scheduler")
         row = {"metric": label}
+        most = int(part["n"].max())
         for name in comparison.schedulers:
             r = part.loc[name]
             if r["mean"] != r["mean"]:
-                row[name] = "n/a"
+                row[name] = "failed" if r.get("failed_runs", 0) == len(cases_all) else "n/a"
                 continue
             text = _fmt(key, r["mean"])
             half = (r["ci_high"] - r["ci_low"]) / 2
             if r["n"] > 1 and half > 0:  # the t interval is symmetric: mean ± its half-width
                 text += f" ± {_fmt(key, half)}"
-            row[name] = ("* " if r["best"] else "") + text
+            row[name] = ("* " if r["best"] else "") + ranking.with_n(text, int(r["n"]), most)
         rows.append(row)
     interval = (f" ± half-width of its {comparison.confidence:.0%} CI over the cases (Student-t; summary has "
                 "ci_low, ci_high)") if len(cases) > 1 else ""
-    ranks = comparison.ranks.copy()
-    ranks.index.name = "scheduler"
-    failed = "".join(f"<p>failed (not ranked): {_escape(f['scheduler'])} on {_escape(f['instance'])} "
+    header, shown = compare_tables.rank_rows(comparison.result)  # "failed", n=, place: as the terminal shows
+    ranks = pd.DataFrame([cells for _, cells, _ in shown], columns=header[1:],
+                         index=pd.Index([name for name, _, _ in shown], name="scheduler"))
+    failed = "".join(f"<p>failed: {_escape(comparison.result.labels[f['scheduler']])} on {_escape(f['instance'])} "
                      f"(seed {_escape(f['seed'])}): {_escape(f['error'])}</p>" for f in comparison.result.failed)
     return (_meta_html(f"simsched compare: {', '.join(comparison.schedulers)}", items)
             + table_html(pd.DataFrame(rows), f"mean{interval}; * best") + failed

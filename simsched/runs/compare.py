@@ -69,7 +69,7 @@ from simsched.core.metrics import (
 )
 from simsched.core.outputs import write_frame
 from simsched.core.seeding import stream
-from simsched.policies import resolve_policy_ref
+from simsched.policies import check_user_backfill, resolve_policy_ref
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, RunFailed, default_memory, run_watched
@@ -132,10 +132,17 @@ class CompareResult:
     spec: CompareSpec
     runs: pd.DataFrame  # one row per (instance, seed, scheduler): metrics + rank
     table: pd.DataFrame  # one row per (metric, scheduler): mean, std, n, best
-    ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank, then mean_rank
+    ranks: pd.DataFrame  # rows: schedulers; columns: each case's rank (NaN: its run failed), then mean_rank
     jobs: list[pd.DataFrame] | None = None  # per run, in ``runs`` order (compare --keep-jobs)
     warnings: list[str] = field(default_factory=list)  # the runs' warnings, each once (printed before the tables)
     failed: list[dict[str, Any]] = field(default_factory=list)  # --keep-going: runs whose policy failed
+    #: per scheduler: cases completed, failed, mean rank over the completed ones, place (simsched.runs.ranking)
+    standing: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Scheduler -> its short label in the tables and failure lines (:func:`short_labels`)."""
+        return short_labels(self.spec.schedulers, self.spec.scenario)
 
     def write(self, out_dir: str | Path, format: str = "csv") -> list[Path]:
         """compare.csv (mean/std per metric and scheduler), compare_runs.csv, compare.md (atomically);
@@ -357,7 +364,9 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
 
             if not (ISOLATION and user_policy(variant.scheduler.policy)):
                 build()
-            elif check_policies:
+                continue
+            check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
+            if check_policies:
                 run_watched(build, (), who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
                             limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S))
 
@@ -468,6 +477,39 @@ def policy_file(policy: str, scenario: Path) -> str | None:
     if not where.endswith(".py"):
         return None
     return where if Path(where).is_absolute() else str(Path(scenario).resolve().parent / where)
+
+
+def short_labels(names: Sequence[str], scenario: Path) -> dict[str, str]:
+    """How each scheduler is shown in the tables and failure lines: a file policy
+    ``some/dir/alice.py:Policy`` as ``alice:Policy`` (the file's stem), with as many of its folders as
+    it takes to tell it from another one (``a/policy:Policy``, ``b/policy:Policy``); any other name as
+    it is. compare.csv keeps the name as given and the file's full path (``policy_file``)."""
+    labels = {name: name for name in names}
+    files: dict[str, tuple[tuple[str, ...], str]] = {}
+    for name in names:
+        path = policy_file(name, scenario) if user_policy(name) else None
+        if path is not None:
+            files[name] = (Path(os.path.normpath(path)).with_suffix("").parts, name.rpartition(":")[2])
+    depth = dict.fromkeys(files, 1)
+    while True:
+        for name, (parts, cls) in files.items():
+            labels[name] = "/".join(parts[-depth[name]:]).lstrip("/") + ":" + cls
+        seen: dict[str, list[str]] = {}
+        for name in names:
+            seen.setdefault(labels[name], []).append(name)
+        clashing = [name for group in seen.values() if len(group) > 1 for name in group if name in files]
+        grown = [name for name in clashing if depth[name] < len(files[name][0])]
+        if not grown:
+            for name in clashing:  # the same file twice under other spellings: show what was given
+                labels[name] = name
+            return labels
+        for name in grown:
+            depth[name] += 1
+
+
+def policy_files(names: Sequence[str], scenario: Path) -> dict[str, str]:
+    """Each scheduler's policy file, as a full path ('' for a built-in or a module policy)."""
+    return {name: (policy_file(name, scenario) or "") if user_policy(name) else "" for name in names}
 
 
 def _task_policy(task: RunTask) -> Any:
@@ -618,6 +660,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     done = dict(journal.rows) if journal else {}
     todo = [i for i in range(len(tasks)) if i not in done]
     workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+    shown = short_labels(spec.schedulers, spec.scenario)
     limits = Limits(decide_timeout, run_timeout, run_memory if run_memory is not None else default_memory(workers))
     started = time.perf_counter()
     finished: dict[int, dict[str, Any]] = {}
@@ -626,7 +669,7 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     def running() -> tuple[str, ...]:
         # the executors start tasks in order, at most `workers` at a time
         waiting = [tasks[i] for i in todo if i not in completed][:workers]
-        return tuple(f"{t.scheduler} seed {t.seed}" for t in waiting)
+        return tuple(f"{shown[t.scheduler]} seed {t.seed}" for t in waiting)
 
     def on_task(position: int) -> None:
         completed.add(todo[position])
@@ -667,21 +710,19 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     rows = [merged[i] for i in range(len(tasks))]
     failed = [{"instance": row["instance"], "seed": row["seed"], "scheduler": row["scheduler"],
                "error": row["_failed"]} for row in rows if "_failed" in row]
+    ran = [task for task, row in zip(tasks, rows) if "_failed" not in row]
     rows = [row for row in rows if "_failed" not in row]
-    if failed:
+    if failed:  # its scheduler stays in the tables, placed after those that completed every case
         if keep_jobs:
             keep_jobs = all("_jobs" in row for row in rows)
-        ran = list(dict.fromkeys(row["scheduler"] for row in rows))
-        spec = replace(spec, schedulers=tuple(name for name in spec.schedulers if name in ran))
         if not rows:
             raise InputError(f"compare: every run failed; the first: {failed[0]['scheduler']} "
                              f"(seed {failed[0]['seed']}): {failed[0]['error']}")
     jobs = [row.pop("_jobs") for row in rows] if keep_jobs else None
     said = [row.pop("_warnings", []) for row in rows]
-    result = tabulate(spec, pd.DataFrame(rows))
+    result = tabulate(spec, pd.DataFrame(rows), failed)
     result.jobs = jobs
-    result.warnings = run_warnings([t for t in tasks if any(t.scheduler == n for n in spec.schedulers)]
-                                   if failed else tasks, said)
+    result.warnings = run_warnings(ran, said, shown)
     result.failed = failed
     return result
 
@@ -740,8 +781,10 @@ def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[i
     return [finished[index] for index in todo]
 
 
-def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> list[str]:
-    """The runs' warnings, each text once, prefixed with the runs that gave it when not all did."""
+def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]],
+                 shown: dict[str, str] | None = None) -> list[str]:
+    """The runs' warnings, each text once, prefixed with the runs that gave it when not all did
+    (schedulers by their ``shown`` labels)."""
     by_text: dict[str, list[RunTask]] = {}
     for task, texts in zip(tasks, said):
         for text in texts:
@@ -751,7 +794,7 @@ def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]]) -> lis
         if len(where) == len(tasks):
             out.append(text)
         else:
-            names = list(dict.fromkeys(f"{t.scheduler}" for t in where))
+            names = list(dict.fromkeys((shown or {}).get(t.scheduler, t.scheduler) for t in where))
             seeds = sorted({t.seed for t in where})
             out.append(f"{', '.join(names)} (seed {', '.join(map(str, seeds))}): {text}")
     return out
@@ -767,7 +810,7 @@ def warnings_of(result: CompareResult) -> list[str]:
     marked = unfinished_runs(result)
     if marked:
         totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
-        said += [f"{name} left feasible jobs unfinished in {n} of {totals[name]} run(s): it is ranked after every "
+        said += [f"{result.labels[name]} left feasible jobs unfinished in {n} of {totals[name]} run(s): it is ranked after every "
                  "run that finished all its feasible jobs and marked † in the tables" for name, n in marked.items()]
     return said
 
@@ -789,11 +832,16 @@ def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied, com
     return out
 
 
-def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
+def tabulate(spec: CompareSpec, runs: pd.DataFrame, failed: Sequence[dict[str, Any]] = ()) -> CompareResult:
     """Mean +- sample std (0 for one case) per metric and scheduler; ranks per case on ``rank_by``,
     runs that left jobs unfinished after every run that finished all its feasible jobs
-    (:mod:`simsched.runs.ranking`). The best mean of a metric is picked among the schedulers that
-    finished every job in every case, when there are any."""
+    (:mod:`simsched.runs.ranking`).
+
+    ``failed``: the runs whose policy failed (``--keep-going``). Their schedulers are placed after
+    every scheduler that completed all cases, then by cases completed (``standing``, ranking.standing);
+    their means are over the cases they completed (``n``). The best mean of a metric is picked among
+    the schedulers that completed every case with every job finished, when there are any, and never
+    from a mean over fewer cases than the others."""
     order = list(spec.schedulers)
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
@@ -803,28 +851,47 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame) -> CompareResult:
     if spec.rank_by not in runs.columns:  # a tenant metric on runs without tenants: no values, every run ties
         runs[spec.rank_by] = math.nan
     runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
+    cases = _cases(runs, failed)
+    completed = runs.groupby("scheduler", sort=False).size().reindex(order, fill_value=0).astype(int)
     marked = ranking.incomplete_counts(runs)
-    eligible = [name for name in order if name not in marked] or order
+    full = [name for name in order if completed[name] == len(cases)]
+    eligible = [name for name in full if name not in marked] or full
     records = []
     grouped = runs.groupby("scheduler", sort=False)
+    shown, files = short_labels(order, spec.scenario), policy_files(order, spec.scenario)
     for key, label, better in metrics:
-        means = grouped[key].mean()
-        stds = grouped[key].std(ddof=1).fillna(0.0)
-        candidates = means[eligible].dropna()
+        means = grouped[key].mean().reindex(order)
+        stds = grouped[key].std(ddof=1).reindex(order).fillna(0.0)
+        counts = grouped[key].count().reindex(order, fill_value=0).astype(int)
+        most = int(counts.max())
+        pool = [name for name in eligible if counts[name] == most]  # no best from fewer cases
+        candidates = means[pool].dropna()
         best_value = (candidates.max() if better else candidates.min()) if len(candidates) else math.nan
         for name in order:
             records.append({"metric": key, "label": label, "scheduler": name, "mean": float(means[name]),
-                            "std": float(stds[name]), "n": int(grouped[key].count()[name]),
-                            "best": name in eligible and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
-                                                                           abs_tol=1e-12)),
-                            "higher_is_better": better, "unfinished_runs": marked.get(name, 0)})
+                            "std": float(stds[name]), "n": int(counts[name]),
+                            "best": name in pool and bool(math.isclose(means[name], best_value, rel_tol=1e-12,
+                                                                      abs_tol=1e-12)),
+                            "higher_is_better": better, "unfinished_runs": marked.get(name, 0),
+                            "failed_runs": len(cases) - int(completed[name]),
+                            "shown_as": shown[name], "policy_file": files[name]})
     table = pd.DataFrame(records)
-    ranks = runs.pivot(index="scheduler", columns="case", values="rank")
-    cases = list(dict.fromkeys(runs["case"]))
-    ranks = ranks.loc[order, cases]
-    ranks["mean_rank"] = ranks.mean(axis=1)
+    ranks = runs.pivot(index="scheduler", columns="case", values="rank").reindex(index=order, columns=cases)
+    ranks.index.name, ranks.columns.name = "scheduler", "case"
+    ranks["mean_rank"] = ranks[cases].mean(axis=1)  # over the cases it completed (NaN for none)
+    standing = pd.DataFrame({"completed": completed, "failed": len(cases) - completed,
+                             "mean_rank": ranks["mean_rank"]})
+    standing["place"] = ranking.standing(completed, len(cases), ranks["mean_rank"])
     runs = runs.drop(columns="case")
-    return CompareResult(spec, runs, table, ranks)
+    return CompareResult(spec, runs, table, ranks, standing=standing)
+
+
+def _cases(runs: pd.DataFrame, failed: Sequence[dict[str, Any]]) -> list[str]:
+    """Every case ("instance#seed"), the failed runs' too, in plan order (instance, then seed)."""
+    pairs = list(zip(runs["instance"], runs["seed"])) + [(f["instance"], f["seed"]) for f in failed]
+    instances = {name: i for i, name in enumerate(dict.fromkeys(name for name, _ in pairs))}
+    ordered = sorted(dict.fromkeys((name, int(seed)) for name, seed in pairs), key=lambda p: (instances[p[0]], p[1]))
+    return [f"{name}#{seed}" for name, seed in ordered]
 
 
 def extra_metrics(runs: pd.DataFrame) -> list[tuple[str, str, bool]]:

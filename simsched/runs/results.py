@@ -76,7 +76,9 @@ class Comparison:
       with its ``value``; the metric ``rank`` is the run's rank in its case by ``rank_by``;
     - ``summary``: one row per (scheduler, metric): mean, std, n, the 95% Student-t CI of the
       mean over cases, whether it is the best mean;
-    - ``runs``: one row per run, a column per metric (compare_runs.csv); ``ranks``: rank per case;
+    - ``runs``: one row per run, a column per metric (compare_runs.csv); ``ranks``: rank per case
+      (NaN where the run failed); ``standing``: per scheduler, cases completed and failed, mean rank
+      and place (a scheduler that failed any case is placed after all that completed every case);
     - ``failed``: the runs whose policy failed (with ``keep_going``).
     """
 
@@ -92,6 +94,10 @@ class Comparison:
     @property
     def ranks(self) -> pd.DataFrame:
         return self.result.ranks
+
+    @property
+    def standing(self) -> pd.DataFrame:
+        return self.result.standing
 
     @property
     def schedulers(self) -> tuple[str, ...]:
@@ -129,7 +135,7 @@ class Comparison:
     @property
     def summary(self) -> pd.DataFrame:
         """Per (scheduler, metric): label, mean, std, n, ci_low, ci_high (Student-t), best,
-        higher_is_better, unfinished_runs (the compare table, compare.csv, with the CI)."""
+        higher_is_better, unfinished_runs, failed_runs (the compare table, compare.csv, with the CI)."""
         if self._summary is None:
             table = self.result.table.copy()
             intervals = []
@@ -139,7 +145,7 @@ class Comparison:
             table["ci_low"] = [low for low, _ in intervals]
             table["ci_high"] = [high for _, high in intervals]
             columns = ["metric", "label", "scheduler", "mean", "std", "n", "ci_low", "ci_high", "best",
-                       "higher_is_better", "unfinished_runs"]
+                       "higher_is_better", "unfinished_runs", "failed_runs"]
             self._summary = table[[c for c in columns if c in table.columns]]
         return self._summary
 

@@ -157,6 +157,8 @@ def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
     data.pop("path", None)
     data["workload"].pop("params_file", None)
     data["workload"].pop("base_dir", None)
+    # whether the file wrote `backfill` is validation metadata (a user policy refuses it), not what runs
+    data.get("scheduler", {}).pop("backfill_given", None)
     # fields added after result stores were written count only away from their defaults, so a
     # store's run_ids stay those of the same runs (a hash change would re-run a whole experiment)
     for section, key, default in ADDED_LATER:

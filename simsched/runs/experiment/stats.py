@@ -12,7 +12,9 @@ Definitions (docs/experiment.md):
 - *Case ranks*: schedulers ranked within each case (1 = best, ties share the
   mean rank); a run that left feasible jobs unfinished ranks after every run
   that finished all of them, whatever the metric (:mod:`simsched.runs.ranking`);
-  the mean rank gets the same bootstrap CI.
+  the mean rank gets the same bootstrap CI. ``place`` orders the schedulers:
+  one with fewer cases than the others (a run missing) after every one with all
+  of them, then by cases, then by mean rank (the rule compare uses for failed runs).
 - *Instance ranks* (the paper's Fig. 4): the metric averaged over seeds per
   instance, then ranked; ``first`` counts the instances where a scheduler
   ranks first (shared firsts count for each).
@@ -33,7 +35,7 @@ import pandas as pd
 
 from simsched.core.errors import InputError
 from simsched.runs.experiment.spec import METRICS, ExperimentSpec
-from simsched.runs.ranking import UNFINISHED, case_ranks, incomplete
+from simsched.runs.ranking import UNFINISHED, case_ranks, incomplete, standing
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
@@ -119,6 +121,11 @@ def compute(results: pd.DataFrame, spec: ExperimentSpec, decisions: pd.DataFrame
                         "rank_ci_high": rank_high, "first": first,
                         "instances": int(selector.sum())})
     summary = pd.DataFrame(records)
+    # a scheduler with fewer cases than the others is placed after all that have every case (simsched.runs.ranking)
+    summary["place"] = np.nan
+    groups = [group for _, group in summary.groupby(point, sort=False, dropna=False)] if point else [summary]
+    for group in groups:
+        summary.loc[group.index, "place"] = standing(group["n"], int(group["n"].max()), group["mean_rank"])
     summary["_order"] = summary["scheduler"].map(order)
     summary = summary.sort_values(point + ["_order"], kind="stable").drop(columns="_order").reset_index(drop=True)
     tests = paired_tests(cases, spec)

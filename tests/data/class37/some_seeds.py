@@ -22,7 +22,13 @@ class Good:
 
 
 class Policy(Good):
+    """Good on seed 1, a bug on seed 2: its first job is short there (24 s; seed 1's is 715 s)."""
+
+    first = None
+
     def decide(self, view):
-        if view.now > 0 and int(view.now) % 2 == 1 and len(view.queue) > 1:
+        if self.first is None and view.queue:
+            self.first = view.queue[0].duration
+        if self.first is not None and self.first < 100 and view.now > 0:
             raise ValueError("student bug on some seeds")
         return super().decide(view)
