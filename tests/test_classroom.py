@@ -101,7 +101,7 @@ def test_piped_tables_are_not_cut(mine):
                           capture_output=True, text=True, cwd=mine.parent, check=True)
     lines = done.stdout.splitlines()
     header = next(line for line in lines if "Metric" in line)
-    assert all(name in header for name in ("fifo", "sjf", "my_policy.py:MyPolicy", "cheats.py:OnlyShort †"))
+    assert all(name in header for name in ("fifo", "sjf", "my_policy:MyPolicy", "cheats:OnlyShort †"))  # short labels
     assert any("compare_mine: mean ± std over 2 case(s) (1 instance(s) x 2 seed(s))" in line for line in lines)
     assert not any(line.rstrip().endswith("±") for line in lines)  # no cell wrapped after its ±
 

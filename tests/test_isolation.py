@@ -17,7 +17,7 @@ import pytest
 
 import simsched
 from simsched.runs import compare
-from simsched.runs.isolated import RunFailed, parse_memory
+from simsched.runs.isolated import AVAILABLE, Limits, RunFailed, parse_memory, run_watched
 
 CLASS = Path(__file__).parent / "data" / "class37"
 BAD = ["some_seeds", "loop", "retry", "no_alarm", "no_timer", "exits", "segfault", "sysexit", "hog"]
@@ -130,3 +130,16 @@ def test_a_class_of_twelve_is_graded_in_one_command(tmp_path: Path, workers: int
     assert table["avg_jct", "edits.py:Policy"]["mean"] == table["avg_jct", "good.py:Policy"]["mean"]
     assert wall < SEEDS * len(students) * 60 + 60
     print(f"class of {len(students)} with {workers} worker(s): {wall:.1f} s")
+
+
+def _prints_forever() -> None:
+    while True:
+        print("still here")
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="watched runs need fork (not on Windows)")
+def test_a_child_that_prints_without_end_is_still_stopped_by_its_run_timeout(capsys) -> None:
+    """Messages from the child (prints, progress) never postpone the parent's checks of its limits."""
+    with pytest.raises(RunFailed, match="took longer than --run-timeout 1 s"):  # before the fix: no return
+        run_watched(_prints_forever, (), who="printer.py:Policy (seed 1)", limits=Limits(run_timeout_s=1.0))
+    assert "still here" in capsys.readouterr().out

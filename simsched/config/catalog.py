@@ -17,8 +17,6 @@ from simsched.policies.registry import (
     build_scheduler,
     effective_allocation,
     policy_names,
-    resolve_policy_ref,
 )
 
-__all__ = ["ALLOCATIONS", "SCHEDULERS", "build_scheduler", "effective_allocation", "policy_names",
-           "resolve_policy_ref"]
+__all__ = ["ALLOCATIONS", "SCHEDULERS", "build_scheduler", "effective_allocation", "policy_names"]

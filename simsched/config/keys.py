@@ -22,12 +22,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from simsched.config.catalog import ALLOCATIONS as REGISTERED_ALLOCATIONS
 from simsched.config.catalog import policy_names
 from simsched.core import limits
 from simsched.core.metrics import METRIC_ALIASES, RANKABLE
 from simsched.core.params import _MISSING, Params
 from simsched.core.tenancy import QUOTA_MODES, RECLAIM_MODES
-from simsched.evo.priority import TERMINALS
 from simsched.policies import PLACEMENTS
 from simsched.workloads import builders_registry, generators_registry
 from simsched.workloads.instances import GENERATORS, SETS
@@ -126,14 +126,11 @@ def _learn_sources() -> tuple[str, ...]:
     return LEARN_SOURCES
 
 
-def _terminals() -> tuple[str, ...]:
-    return TERMINALS
-
-
 #: where GP learning gets its instances (``[learn] instances``; simsched.learning.gp_instances)
 LEARN_SOURCES = ("seeds", "paper", "sizes")
 SOURCES = ("csv", "philly", "pai", "helios", "itp", "openb", "synthetic")
-ALLOCATIONS = ("home", "round_robin", "random", "mct")
+#: every registered cluster allocation (simsched.policies.registry, filled by simsched.config.catalog)
+ALLOCATIONS = tuple(REGISTERED_ALLOCATIONS)
 BACKFILL_MODES = ("none", "greedy", "easy", "conservative")
 OBJECTIVE_KINDS = ("eq5", "eq16")
 #: ``[scheduler] decide_on``: when plans and allocations are made (docs/evo.md, "The trigger")

@@ -139,13 +139,6 @@ class ObjectiveSpec:
         return "Eq. 5, weights = " + ", ".join(f"{x:g}" for x in self.weights)
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterSource:
-    """A ``[[cluster]] from = ...`` entry, expanded when the scenario is loaded."""
-
-    builder: str
-    path: Path
-    params: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,10 +72,15 @@ def scenario_inputs(scenario: object) -> None:
                       "workload file")
     scheduler = getattr(scenario, "scheduler", None)
     policy = getattr(scheduler, "policy", None)
+    base_dir = Path(path).parent if isinstance(path, Path) else Path(".")
     if isinstance(policy, str) and ".py:" in policy and path is not None:
         file = policy.rpartition(":")[0]
-        base_dir = Path(path).parent if isinstance(path, Path) else Path(".")
         note_read(base_dir / file if not Path(file).is_absolute() else Path(file), "policy file")
+    options = getattr(scheduler, "options", None) or {}
+    for key, suffix, what in (("priority", ".json", "priority file"), ("agent", ".npz", "agent file")):
+        value = options.get(key) if isinstance(options, dict) else None  # files the scheduler will read
+        if isinstance(value, str) and value.endswith(suffix):
+            note_read(base_dir / value if not Path(value).is_absolute() else Path(value), what)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -8,7 +8,6 @@ from typing import Any
 
 from simsched.core.contract import Scheduler
 from simsched.core.errors import InputError
-from simsched.evo.priority import BUILTIN, load_priority
 from simsched.policies.allocation import Allocation
 from simsched.policies.queue import build_queue
 from simsched.policies.registry import Request, register, register_allocation
@@ -24,6 +23,9 @@ def _scheduler() -> Any:
 
 def priority_option(request: Request) -> Any:
     """The ``priority`` option: a built-in name, a JSON file (relative to the scenario) or an infix text."""
+    # networkx (about 0.15 s): loaded when a priority is first needed, not by every scenario check
+    from simsched.evo.priority import BUILTIN, load_priority
+
     options = request.options
     raw = options.get("priority", str, "gp-paper")
     if raw not in BUILTIN and raw.endswith(".json") and not Path(raw).is_absolute():

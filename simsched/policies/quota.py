@@ -523,8 +523,8 @@ def _cost(subset: Sequence[JobView]) -> tuple:
 
 def _node_subsets(on: list[JobView], node: int, deficit: int):
     """Subsets of the victims ``on`` a node that free at least ``deficit`` milli-GPUs there, cheapest
-    first: fewest milli-GPUs preempted in all (each costs its restart penalty on every GPU), then
-    fewest victims. Every subset when there are at most :data:`EXACT_VICTIMS`, else the one greedy
+    first (:func:`_cost`: fewest milli-GPUs preempted in all, each paying its restart penalty on every
+    GPU, then fewest victims, then the newest start among them). Every subset when there are at most :data:`EXACT_VICTIMS`, else the one greedy
     subset (largest share on the node first)."""
     if len(on) > EXACT_VICTIMS:
         chosen, freed = [], 0
@@ -538,9 +538,9 @@ def _node_subsets(on: list[JobView], node: int, deficit: int):
     for size in range(1, len(on) + 1):
         for subset in combinations(on, size):
             if sum(_on_node(r, node) for r in subset) >= deficit:
-                found.append((sum(_held_milli(r) for r in subset), size, list(subset)))
-    found.sort(key=lambda item: item[:2])  # (stable: ties keep the newest-first order of ``on``)
-    return [subset for _, _, subset in found]
+                found.append((_cost(subset), list(subset)))
+    found.sort(key=lambda item: item[0])  # the whole cost, so the newest-start tie-break holds too
+    return [subset for _, subset in found]
 
 
 def find_victims(group: Sequence[int], cluster: int, per_worker: int, workers: int, free: Sequence[int],

@@ -122,7 +122,9 @@ def effective_allocation(spec: Any) -> str:
     if ":" in spec.policy:
         return "custom"
     family = SCHEDULERS.get(spec.policy)
-    return family.allocation if family is not None and family.allocation else spec.allocation
+    if family is None:  # a name the scenario accepted is registered once simsched.config.catalog is loaded
+        raise KeyError(f"policy {spec.policy!r} is not registered; import simsched.config.catalog")
+    return family.allocation or spec.allocation
 
 
 #: ``preemptive = true`` turns these policies into their preemptive variant (filled by the
@@ -162,6 +164,8 @@ def build_scheduler(spec: Any, *, base_dir: Path, rng_for: Callable[[str], Any],
                                          'event: use decide_on = "event"')
     check_user_backfill(spec, file)
     if user:
+        if getattr(spec, "max_wait_s", None) is not None:  # a user's decide() orders its own queue
+            raise _no_guard(options, policy)
         scheduler = load_user_policy(policy, base_dir, options.rest(), file)
         options.finish()
         return scheduler
@@ -176,13 +180,17 @@ def build_scheduler(spec: Any, *, base_dir: Path, rng_for: Callable[[str], Any],
                                       '(reservations) works with the queue-order policies; use backfill = true or '
                                       'false with it')
     scheduler = family.build(Request(policy, spec, options, base_dir, rng_for, file, weights, objective))
-    max_wait = getattr(spec, "max_wait_s", None)
-    if max_wait is not None and not getattr(scheduler, "supports_max_wait", False):
-        raise options.error("max_wait_s", f"policy {policy!r} orders its queue its own way; the starvation guard "
-                                          "works with the queue-order policies (fifo, sjf, ...) and their "
-                                          "backfill modes: remove max_wait_s")
+    if getattr(spec, "max_wait_s", None) is not None and not getattr(scheduler, "supports_max_wait", False):
+        raise _no_guard(options, policy)
     options.finish()
     return scheduler
+
+
+def _no_guard(options: Params, policy: str) -> Exception:
+    """The one-line refusal of ``max_wait_s`` for a policy that orders its queue its own way."""
+    return options.error("max_wait_s", f"policy {policy!r} orders its queue its own way; the starvation guard "
+                                       "works with the queue-order policies (fifo, sjf, ...) and their "
+                                       "backfill modes: remove max_wait_s")
 
 
 def check_user_backfill(spec: Any, file: Any = None) -> None:
@@ -197,13 +205,3 @@ def check_user_backfill(spec: Any, file: Any = None) -> None:
         "backfill", f"backfill = {written} does not apply to a user policy ({spec.policy}): its decide() places "
                     "the jobs itself, so backfilling is its own code's job; remove backfill or set backfill = false "
                     "(in a comparison, give the built-ins their mode in [compare.options.NAME])")
-
-
-def resolve_policy_ref(name: str, scenario: Path) -> str:
-    """``file.py:Class`` resolves next to the scenario; failing that, from the working directory."""
-    where, sep, cls = name.rpartition(":")
-    if not sep or not where.endswith(".py") or Path(where).is_absolute():
-        return name
-    if (scenario.resolve().parent / where).is_file() or not Path(where).is_file():
-        return name
-    return f"{Path(where).resolve()}:{cls}"

@@ -53,6 +53,7 @@ from simsched.config import keys as scenario_keys
 from simsched.config.catalog import build_scheduler, policy_names
 from simsched.config.keys import DeclaredParams
 from simsched.config.overrides import apply_overrides
+from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path as resolve_scenario
 from simsched.config.scenario import Scenario, load_scenario, read_toml
 from simsched.core import atomic, interrupts
@@ -69,7 +70,7 @@ from simsched.core.metrics import (
 )
 from simsched.core.outputs import write_frame
 from simsched.core.seeding import stream
-from simsched.policies import check_user_backfill, resolve_policy_ref
+from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, RunFailed, default_memory, run_watched

@@ -111,13 +111,6 @@ def parse_memory(text: str) -> int:
     return int(value)
 
 
-def describe_memory(size: int) -> str:
-    for unit, shift in (("G", 30), ("M", 20)):
-        if size >= 1 << shift:
-            return f"{size / (1 << shift):.3g}{unit}"
-    return f"{size} bytes"
-
-
 def _virtual_size() -> int:
     try:
         with open("/proc/self/statm") as fh:
@@ -184,16 +177,20 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
         except (ValueError, OSError):  # pragma: no cover - a hard limit below it already
             pass
     watch.attach(board)
+    def send(message: tuple) -> None:  # one message at a time on the pipe, the policy's threads' prints too
+        with lock:
+            conn.send(message)
+
     if send_progress:
-        args = (*args, lambda snapshot: conn.send(("progress", snapshot)))
+        args = (*args, lambda snapshot: send(("progress", snapshot)))
     try:
         message = ("ok", target(*args))
     except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
         message = ("error", _portable(exc))
     try:
-        conn.send(message)
+        send(message)
     except Exception as exc:  # noqa: BLE001 - a result that does not pickle
-        conn.send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
+        send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
     conn.close()
     os._exit(0)  # no atexit handlers of the parent's
 
@@ -280,18 +277,22 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                     kind, payload = receiver.recv()
                 except (EOFError, OSError):
                     break  # it died: its exit code says how
+                except pickle.UnpicklingError:  # a message the child's own threads garbled
+                    _kill(child)
+                    raise RunFailed(f"{prefix}{who}: its process sent a damaged message and was stopped "
+                                    f"({_where(board)})") from None
                 if kind == "progress":
                     if progress is not None:
                         progress(payload)
-                    continue
-                if kind in ("stdout", "stderr"):
+                elif kind in ("stdout", "stderr"):
                     getattr(sys, kind).write(payload)
-                    continue
-                child.join()
-                if kind == "error":
-                    raise payload
-                return payload
-            if child.sentinel in ready and not receiver.poll(0):
+                else:
+                    child.join()
+                    if kind == "error":
+                        raise payload
+                    return payload
+                # no `continue`: a child that prints or reports without end is still held to its limits
+            elif child.sentinel in ready and not receiver.poll(0):
                 break
             now = time.monotonic()
             if limits.run_timeout_s is not None and now - started > limits.run_timeout_s:

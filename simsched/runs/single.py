@@ -18,6 +18,7 @@ import simpy
 
 from simsched.config.catalog import build_scheduler, effective_allocation
 from simsched.config.overrides import apply_overrides
+from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path
 from simsched.config.scenario import Scenario, load_scenario
 from simsched.core import arguments, atomic, interrupts, limits, outputs
@@ -30,11 +31,10 @@ from simsched.core.feasibility import InfeasibleReport, infeasible_report
 from simsched.core.jobstore import JobStore
 from simsched.core.metrics import jobs_frame, migrations, summarize
 from simsched.core.model import MILLI, Fleet
-from simsched.core.readonly import guard
+from simsched.core.readonly import ReadOnlyPolicy, guard
 from simsched.core.seeding import stream
 from simsched.core.tenancy import Tenancy
 from simsched.core.version import __version__
-from simsched.policies import resolve_policy_ref
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.quota import QuotaScheduler
 from simsched.policies.user import UserPolicy
@@ -589,7 +589,7 @@ def planner_counts(scheduler: object) -> dict[str, int]:
     quota wrapper's ``policy``; the experiment's decision timer forwards ``stats``); 0 for every
     other scheduler, a user's policy included (docs/outputs.md)."""
     for _ in range(4):  # a wrapper around a wrapper at most
-        if scheduler is None or isinstance(scheduler, UserPolicy):
+        if scheduler is None or isinstance(scheduler, (UserPolicy, ReadOnlyPolicy)):  # never a user's own `stats`
             break
         stats = getattr(scheduler, "stats", None)
         if isinstance(stats, dict):
