@@ -38,7 +38,9 @@ def test_keep_going_ranks_fifo_and_records_two_failed_rows(tmp_path: Path, capsy
         failed = list(csv.DictReader(fh))
     assert [row["scheduler"] for row in failed] == ["bad.py:Raises", "bad.py:Loops"]
     assert "bad.py:4: Raises.decide raised ValueError: student bug" in failed[0]["error"]
-    assert "decide() ran longer than --decide-timeout 2 s" in failed[1]["error"] and "bad.py:9:" in failed[1]["error"]
+    # stopped inside its loop: `while True:` (line 9) or `pass` (10), wherever the stack was taken
+    assert "decide() ran longer than --decide-timeout 2 s" in failed[1]["error"]
+    assert re.search(r"bad\.py:(9|10): ", failed[1]["error"]), failed[1]["error"]
     with open(out / "compare_runs.csv", newline="") as fh:
         ranked = list(csv.DictReader(fh))
     assert [row["scheduler"] for row in ranked] == ["fifo"] and ranked[0]["rank"] == "1.0"
