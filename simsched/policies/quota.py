@@ -117,13 +117,15 @@ class SubView:
 
 class Admission:
     """Quota checks for a walk that places jobs itself: ``admits`` before it tries an option,
-    ``take`` when it placed a job there, ``release`` when it preempted a running job (both charged
-    to the decision's :class:`Staged` usage, once: the wrapper does not charge them again)."""
+    ``take`` when it placed a job there, ``may_preempt`` before it preempts, ``release`` when it
+    preempted a running job (``take`` and ``release`` are charged to the decision's :class:`Staged`
+    usage, once: the wrapper does not charge them again). ``borrow``: the quota mode is "borrow"."""
 
-    __slots__ = ("staged", "taken", "released", "asked", "refused")
+    __slots__ = ("staged", "borrow", "taken", "released", "asked", "refused")
 
-    def __init__(self, staged: Staged) -> None:
+    def __init__(self, staged: Staged, borrow: bool = False) -> None:
         self.staged = staged
+        self.borrow = borrow
         self.taken: dict[str, Option] = {}  # job_id -> the option it was placed on (for the wrapper)
         self.released: set[str] = set()  # ids of the running jobs it preempted and gave back already
         # options asked about and refused so far (a walk tells from them why a job did not start)
@@ -140,6 +142,15 @@ class Admission:
     def take(self, job: JobView, option: Option) -> None:
         self.staged.add(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
         self.taken[job.job_id] = option
+
+    def may_preempt(self, victims: Sequence[JobView]) -> bool:
+        """Whether a walk may preempt all of ``victims`` in this decision (with those it preempted
+        already given back). Under ``borrow`` only borrowed GPUs are taken back: each victim's
+        tenant must hold more than its quota just before its preemption (smallest first), the rule
+        of the wrapper's own reclaim (:func:`find_victims`), so a tenant within its quota keeps its
+        GPUs whatever the policy's own rule says (issue 36). Under ``strict`` nobody holds more
+        than its quota, and the policy's rule alone decides."""
+        return not self.borrow or _still_borrowing(victims, self.staged)
 
     def release(self, victim: JobView) -> None:
         """The walk preempts the running ``victim``: its tenant's room grows back in this decision."""
@@ -214,7 +225,7 @@ class QuotaScheduler:
         # 1. within quota
         admission = None
         if self.native:
-            admission = Admission(staged)
+            admission = Admission(staged, borrow=self.mode == "borrow")
             decision = (admitted(view, admission) if admitted is not None
                         else self.policy.decide(SubView(view, None, None, view.free, admission)))
             fast = self._borrow_after_walk(decision, view, staged, admission) if self._continues else None
