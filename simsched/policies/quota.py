@@ -647,12 +647,20 @@ def reserve(group: Sequence[int], per_worker: int, workers: int, free: Sequence[
             ) -> tuple[float, tuple[int, ...]] | None:
     """The earliest time (now, or a running job's end) at which a job fits ``group`` by ``place``
     if every running job ends at its known end, on the GPUs neither free to others' holds
-    (``held``) nor taken: (that time, the nodes), None if never. ``ends``: (end, job), ascending."""
+    (``held``) nor taken: (that time, the nodes), None if never. ``ends``: (end, job), ascending.
+
+    ``place`` is asked only when the group's GPUs left (free less held, at least 0 per node) add
+    up to the job's: no placement fits a job on fewer GPUs, so the answer is the same as asking
+    at every end (and the clamped free list is kept up to date node by node, not rebuilt)."""
     members = set(group)
     scratch = [f - h for f, h in zip(free, held)]
-    nodes = place(group, per_worker, workers, [max(0, x) for x in scratch])
-    if nodes is not None:
-        return now, nodes
+    clamped = [x if x > 0 else 0 for x in scratch]
+    need = per_worker * workers
+    total = sum(clamped[n] for n in members)
+    if total >= need:
+        nodes = place(group, per_worker, workers, list(clamped))
+        if nodes is not None:
+            return now, nodes
     i = 0
     while i < len(ends):
         t = ends[i][0]
@@ -663,9 +671,12 @@ def reserve(group: Sequence[int], per_worker: int, workers: int, free: Sequence[
             for n in job.running_nodes:
                 if n in members:
                     scratch[n] += job.run_share
+                    value = scratch[n] if scratch[n] > 0 else 0
+                    total += value - clamped[n]
+                    clamped[n] = value
                     grew = True
-        if grew:
-            nodes = place(group, per_worker, workers, [max(0, x) for x in scratch])
+        if grew and total >= need:
+            nodes = place(group, per_worker, workers, list(clamped))
             if nodes is not None:
                 return max(t, now), nodes
     return None
