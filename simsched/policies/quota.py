@@ -38,6 +38,7 @@ changes when the engine applies it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -201,9 +202,10 @@ class QuotaScheduler:
         if interval:
             self.interval_s = interval
         self.name = getattr(policy, "name", None) or type(policy).__name__
+        self._holds: _Holds | None = None  # the owners' holds of the latest decision (reclaim = "wait")
 
     def __getattr__(self, name: str):
-        if name in ("policy", "interval_s", "quiet_until"):  # quiet_until: quotas change what a round decides
+        if name in ("policy", "interval_s", "quiet_until", "_holds"):  # quiet_until: quotas change what a round decides
             raise AttributeError(name)
         return getattr(self.policy, name)
 
@@ -375,43 +377,42 @@ class QuotaScheduler:
         picks, after the holds of the owners before it; its GPUs there are held (those free now and
         those that free up), and its tenant's room is charged for it (a tenant's holds never exceed
         its room). So GPUs that borrowed work frees go to the owner, and nobody borrows them until
-        its job starts (docs/scenarios.md "The owner guarantee")."""
+        its job starts (docs/scenarios.md "The owner guarantee").
+
+        Kept between decisions (:class:`_Holds`): while nothing started or stopped and no quota
+        moved (the ledger's version), the free GPUs are the same and every running job still ends
+        after now, the holds of the jobs already seen are those computed before (each depends on
+        the jobs before it, the free GPUs, the running jobs' ends and the rooms; ``now`` only
+        through ties with a running job's end, which cannot occur while every end is later), and
+        jobs that arrived since sort after them: only they are reserved, on top. Otherwise, or in a
+        decision that starts or preempts before this step, the holds are computed from scratch
+        (tests/test_quota_walk.py: equal to those at every decision, and to its plain reference's)."""
+        memo = self._holds
+        tenancy = staged.tenancy
+        if (memo is not None and not started and not staged._delta and not staged._type_delta
+                and memo.version == tenancy.version and memo.now_before(view.now) and memo.free == tuple(free)):
+            extended = memo.extend(self, view)
+            if extended is not False:
+                return None if extended is None else list(extended)
+        self._holds = None
         roomy = staged.roomy_tenants()
         if not roomy or view.queue_length <= len(started):
             return None
-        tenancy = staged.tenancy
-        everyone = OTHER in roomy  # (a pool of unlisted tenants with room: anyone may be its owner)
-        waiting = sorted((job for job in view.queue if job.job_id not in started
-                          and (everyone or job.tenant in roomy)), key=lambda j: (j.submit, j.index))
+        owners = _Owners(tenancy, roomy)
+        waiting = sorted((job for job in view.queue if job.job_id not in started and owners(job.tenant)),
+                         key=lambda j: (j.submit, j.index))
+        keep = (not started and not staged._delta and not staged._type_delta
+                and trial(self.placement) is self.placement)  # (a stateful rule's trials move with it)
+        memo = _Holds(tenancy.version, tuple(free), roomy, _copy(staged), view) if keep else None
         if not waiting:
+            if memo is not None:
+                self._holds = memo
             return None
-        groups = view.fleet.groups
-        place = trial(self.placement)
-        trial_staged = _copy(staged)
-        held: list[int] | None = None
-        ends: list[tuple[float, JobView]] | None = None
-        for job in waiting:
-            best = None
-            for option in job.options:
-                need = option.per_worker * job.workers
-                if not tenancy.limited(option.cluster) or not trial_staged.admits(
-                        job.tenant, option.cluster, option.gpu_type, need):
-                    continue
-                if ends is None:
-                    ends = sorted(((run_end(r), r) for r in running), key=lambda item: (item[0], item[1].index))
-                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free,
-                                held or [0] * len(free), ends, view.now, place)
-                if found is not None and (best is None or found[0] < best[0]):
-                    best = (found[0], found[1], option, need)
-            if best is None:
-                continue
-            _, nodes, option, need = best
-            if held is None:
-                held = [0] * len(free)
-            for n in nodes:
-                held[n] += option.per_worker
-            trial_staged.add(job.tenant, option.cluster, option.gpu_type, need)
-        return held
+        scratch = memo if memo is not None else _Holds(tenancy.version, tuple(free), roomy, _copy(staged), None)
+        scratch.reserve_all(self, view, waiting, free, running)
+        if memo is not None:
+            self._holds = memo
+        return None if scratch.held is None else list(scratch.held)
 
     @staticmethod
     def _take_preempts(decision: Decision, view: SchedulerView, staged: Staged, free: list[int],
@@ -636,6 +637,111 @@ def find_victims(group: Sequence[int], cluster: int, per_worker: int, workers: i
 
 
 # -- reclaim by waiting: the owners' reservations (``reclaim = "wait"``) ------------------------------
+class _Owners:
+    """Whether a tenant's jobs may hold anything: its quota key (its own, or the pool's) has room in
+    some cluster with quotas (``roomy``: :meth:`Staged.roomy_tenants`). A job of any other tenant is
+    refused by its room on every option, as each needs at least one milli-GPU, so the holds pass
+    over it unseen (asked once per tenant)."""
+
+    __slots__ = ("tenancy", "roomy", "seen")
+
+    def __init__(self, tenancy, roomy: set) -> None:
+        self.tenancy = tenancy
+        self.roomy = roomy
+        self.seen: dict[str | None, bool] = {}
+
+    def __call__(self, tenant: str | None) -> bool:
+        known = self.seen.get(tenant)
+        if known is None:
+            tenancy, roomy = self.tenancy, self.roomy
+            known = self.seen[tenant] = any(
+                limited and (tenant if tenant in tenancy._listed[c] else OTHER) in roomy
+                for c, limited in enumerate(tenancy._limited))
+        return known
+
+
+class _Holds:
+    """The owners' holds of the latest decision, with what they were computed from (see
+    :meth:`QuotaScheduler.owner_holds`): the ledger's version, the free GPUs, the quota keys with room,
+    the rooms left after the holds (``staged``), the running jobs' ends, the queue's length and
+    newest entry, and the (submit, index) of the last waiting job reserved for."""
+
+    __slots__ = ("version", "free", "owners", "staged", "held", "ends", "first_end", "length", "seq", "last")
+
+    def __init__(self, version: int, free: tuple[int, ...], roomy: set, staged: Staged,
+                 view: SchedulerView | None) -> None:
+        self.version = version
+        self.free = free
+        self.owners = _Owners(staged.tenancy, roomy)
+        self.staged = staged
+        self.held: list[int] | None = None
+        self.ends: list[tuple[float, JobView]] | None = None
+        self.first_end = math.inf  # the earliest running job's end (once ends are read)
+        self.length = -1 if view is None else view.queue_length
+        queue = () if view is None else view.queue
+        self.seq = queue[-1].queue_seq if queue else -1
+        self.last: tuple[float, int] | None = None
+
+    def now_before(self, now: float) -> bool:
+        """Whether every running job read still ends after ``now`` (else a tie with ``now`` may
+        change which option is the earliest)."""
+        return self.first_end > now
+
+    def reserve_all(self, scheduler: QuotaScheduler, view: SchedulerView, waiting: Sequence[JobView],
+                    free: Sequence[int], running: Sequence[JobView]) -> None:
+        """Reserve for ``waiting`` (in (submit, index) order), after the holds already made."""
+        tenancy = self.staged.tenancy
+        trial_staged = self.staged
+        groups = view.fleet.groups
+        place = trial(scheduler.placement)
+        held = self.held
+        ends = self.ends
+        for job in waiting:
+            best = None
+            for option in job.options:
+                need = option.per_worker * job.workers
+                if not tenancy.limited(option.cluster) or not trial_staged.admits(
+                        job.tenant, option.cluster, option.gpu_type, need):
+                    continue
+                if ends is None:
+                    ends = sorted(((run_end(r), r) for r in running), key=lambda item: (item[0], item[1].index))
+                    self.ends = ends
+                    self.first_end = ends[0][0] if ends else math.inf
+                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free,
+                                held or [0] * len(free), ends, view.now, place)
+                if found is not None and (best is None or found[0] < best[0]):
+                    best = (found[0], found[1], option, need)
+            if best is None:
+                continue
+            _, nodes, option, need = best
+            if held is None:
+                held = self.held = [0] * len(free)
+            for n in nodes:
+                held[n] += option.per_worker
+            trial_staged.add(job.tenant, option.cluster, option.gpu_type, need)
+        if waiting:
+            self.last = (waiting[-1].submit, waiting[-1].index)
+
+    def extend(self, scheduler: QuotaScheduler, view: SchedulerView) -> list[int] | None | bool:
+        """The holds now, when only arrivals changed the queue since (nothing started or stopped:
+        the caller checked the ledger's version): the old holds plus those of the new jobs, which
+        sort after every job seen. False when that does not hold (the caller computes anew)."""
+        new = view.queued_after(self.seq)  # (newest first)
+        if view.queue_length != self.length + len(new):
+            return False  # (a job left the queue)
+        if new:
+            owners = self.owners
+            waiting = sorted((job for job in new if owners(job.tenant)),
+                             key=lambda j: (j.submit, j.index))
+            if waiting and self.last is not None and (waiting[0].submit, waiting[0].index) <= self.last:
+                return False
+            self.length = view.queue_length
+            self.seq = new[0].queue_seq
+            if waiting:  # (the running jobs are those of the holds kept: nothing started or stopped)
+                self.reserve_all(scheduler, view, waiting, self.free, view.running)
+        return self.held
+
+
 def run_end(job: JobView) -> float:
     """When a running job ends if its known work is exact: the engine's own float (as the EASY
     profile computes it, simsched.policies.reservations.Profile.of)."""
