@@ -278,7 +278,7 @@ class QuotaScheduler:
             if len(starts) > before and self._forget is not None:  # (queued jobs the policy did not start)
                 self._forget([start.job_id for start in starts[before:]])
         # 3. borrow idle GPUs, but not those held for waiting owners (reclaim = "wait")
-        if self.reclaim == "wait" and view.queue_length > len(started):
+        if self.reclaim == "wait" and view.queue_length > len(started) and any(free):  # (none free: no step 3)
             held = self.owner_holds(view, staged, free, running, started)
             if held is not None:
                 free = [max(0, f - h) for f, h in zip(free, held)]
@@ -312,7 +312,8 @@ class QuotaScheduler:
                     if limited[o.cluster] and staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * workers):
                         return None
         held = None
-        if self.reclaim == "wait":  # the GPUs held for waiting owners, which nobody borrows
+        tries = getattr(policy, "borrow_tries", None)  # (False: the pass starts nothing, holds or not)
+        if self.reclaim == "wait" and (tries is None or tries(view)):  # the GPUs held for waiting owners
             free = list(view.free)
             for start in decision.starts:
                 option = admission.taken.get(start.job_id)
@@ -390,7 +391,7 @@ class QuotaScheduler:
         memo = self._holds
         tenancy = staged.tenancy
         if (memo is not None and not started and not staged._delta and not staged._type_delta
-                and memo.version == tenancy.version and memo.now_before(view.now) and memo.free == tuple(free)):
+                and memo.staged.tenancy is tenancy and memo.version == tenancy.version and memo.now_before(view.now) and memo.free == tuple(free)):
             extended = memo.extend(self, view)
             if extended is not False:
                 return None if extended is None else list(extended)
