@@ -224,6 +224,31 @@ def test_maxmin_hetero_victims_are_given_back_to_the_quota_once(tmp_path):
         (1106, "finish", "b4"), (2000, "finish", "b5")]
 
 
+
+def test_maxmin_hetero_under_borrow_takes_back_borrowed_gpus_only(tmp_path):
+    """Issue 36 item 7. 4 GPUs, quotas a 1, b 1, c 2 (they sum to the GPUs). c1 runs from 0. At 1 a1,
+    a2, b1 (50 s) and b3 (2 GPUs) arrive: demands a 2, b 3, c 1, weights 1, 1, 2, so water-filling
+    gives x = a 1.5, b 1.5, c 1 (c capped by its demand). a1 and b1 start within quota and
+    allocation; a2 borrows the idle GPU (a 2 of quota 1). At 51 b1 ends and c2 arrives: the round's
+    allocation stands (same round, same tenants), so c2 is above c's (2 > 1) but within c's quota:
+    it takes the idle GPU in the borrowing pass (c 2 of 2). At 60 b4 arrives, within b's allocation
+    and quota, with no GPU idle. maxmin-hetero's own rule alone preempts the newest job above its
+    tenant's allocation, c2 (c stays at 1 >= 1): a VC's own GPUs, while a borrows one. Under
+    borrow only borrowed GPUs are taken back (Admission.may_preempt): c keeps c2; a (2 - 1 < 1.5)
+    is no victim by the allocation either, so the policy preempts nobody, and the wrapper's reclaim
+    takes back a's borrowed GPU: a2 (the newest start of a, ties: the later input). Before the fix:
+    (60, preempt, c2)."""
+    jobs = ["c1,0,1000,1,c", "a1,1,1000,1,a", "a2,1,1000,1,a", "b1,1,50,1,b", "b3,1,1000,2,b",
+            "c2,51,1000,1,c", "b4,60,100,1,b"]
+    events = starts(tmp_path, "maxmin-hetero", jobs, node(4, {"a": 1, "b": 1, "c": 2}), "borrow",
+                    scheduler='reclaim = "preempt"\nrestart_penalty_s = 5')
+    assert events[:10] == [
+        (0, "start", "c1"), (1, "start", "a1"), (1, "start", "b1"), (1, "start", "a2"),
+        (51, "finish", "b1"), (51, "start", "c2"), (60, "preempt", "a2"), (60, "start", "b4"),
+        (160, "finish", "b4"), (160, "start", "a2")]
+    assert ("preempt", "c2") not in [(e, j) for _, e, j in events]
+
+
 # -- ftf -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
 def test_ftf_order(tmp_path, mode):
@@ -393,6 +418,27 @@ def test_fair_share_runs_every_job_and_keeps_strict_quotas(tmp_path_factory, cas
             assert row.status == "done", (row.job_id, row.status)
 
 
+def preempted_owners(result, quota: dict[str, float]) -> list[tuple[float, str]]:
+    """The (time, job) of preemptions that took a tenant's own GPUs: taken smallest first among its
+    tenant's victims at that time, the victim's tenant held no more than its quota just before
+    (under quota = "borrow" only borrowed GPUs are taken back, docs/scenarios.md)."""
+    spells = result.spells
+    tenant = dict(zip(result.jobs["job_id"], result.jobs["tenant"]))
+    bad = []
+    for t in sorted(set(spells.loc[spells["end_event"] == "preempt", "end"])):
+        before = spells[(spells["start"] < t) & ((spells["end"] > t) | spells["end"].isna()
+                                                 | ((spells["end"] == t) & (spells["end_event"] == "preempt")))]
+        held: dict[str, float] = {}
+        for r in before.itertuples():
+            held[tenant[r.job_id]] = held.get(tenant[r.job_id], 0.0) + r.share * r.workers / 1000
+        victims = spells[(spells["end"] == t) & (spells["end_event"] == "preempt")]
+        for r in sorted(victims.itertuples(), key=lambda r: r.share * r.workers):
+            if held[tenant[r.job_id]] <= quota[tenant[r.job_id]] + 1e-9:
+                bad.append((t, r.job_id))
+            held[tenant[r.job_id]] -= r.share * r.workers / 1000
+    return bad
+
+
 def preempted_for_borrowers(result, quota: dict[str, float]) -> list[float]:
     """The times of preemptions for which no job within its tenant's quota started on the GPUs freed
     (a start counts as within when its tenant's GPUs held before the decision, jobs running or
@@ -421,8 +467,9 @@ def preempted_for_borrowers(result, quota: dict[str, float]) -> list[float]:
 def test_maxmin_hetero_borrows_only_idle_gpus(tmp_path_factory, case, reclaim):
     """maxmin-hetero under quota = "borrow": every preemption makes room for a job within its tenant's
     quota (the policy's own preemptions, within its allocation, happen only in the quota-checked first
-    pass; until 4 December 2026 its borrowing pass preempted too, for jobs beyond their quota), and
-    every job finishes."""
+    pass; until 4 December 2026 its borrowing pass preempted too, for jobs beyond their quota), takes
+    borrowed GPUs only (issue 36: its own rule took jobs of tenants within their quota), and every job
+    finishes."""
     rows, quotas, _, _, backfill = case
     path, present = _two_type_scenario(tmp_path_factory.mktemp("borrow"), rows, quotas,
                               f'policy = "maxmin-hetero"\nquota = "borrow"\nreclaim = "{reclaim}"\n'
@@ -430,6 +477,7 @@ def test_maxmin_hetero_borrows_only_idle_gpus(tmp_path_factory, case, reclaim):
     result = simsched.run(path)
     quota = {name: float(q) for name, q in zip("abc", quotas) if name in present}
     assert preempted_for_borrowers(result, quota) == []
+    assert preempted_owners(result, quota) == []  # (issue 36: the policy's own victims too)
     assert set(result.jobs["status"]) == {"done"}
 
 

@@ -53,8 +53,13 @@ throughput first:
 
 Under ``quota = "borrow"`` the quota wrapper (simsched.policies.quota) asks
 twice: the first pass admits only starts within the tenants' quotas and may
-preempt as above; the second (borrowing) pass lends idle GPUs only, so step 1
-preempts nobody there.
+preempt as above, but only borrowed GPUs: a victim's tenant must also hold
+more than its quota (``Admission.may_preempt``, the wrapper's own reclaim
+rule), so a tenant within its quota is never preempted, even when it is above
+its allocation (a stale round's, or on one GPU type), while another borrows
+(issue 36: 14 of 382 preemptions on course/philly_vc took a VC's own GPUs,
+one of a VC holding 3 of its 24 while another was 37 over its quota); the
+second (borrowing) pass lends idle GPUs only, so step 1 preempts nobody there.
 
 Deviations from Gavel: tenants, not jobs, are the entities (jobs of a tenant
 go in submit order); Gavel's time shares become whole GPUs held until a job
@@ -343,6 +348,7 @@ class MaxMinHeteroScheduler(QuotaSource):
         """Preempt jobs on group ``r`` of tenants above their allocation there (each staying at or above
         it without the job), newest start first, if that lets ``job`` start now; its nodes, or None."""
         t_of = self._t_index
+        admission = getattr(view, "admission", None)  # (under borrow: only borrowed GPUs are taken back)
         place = trial(self.placement)  # trials on scratch lists: round robin's pointer stays (the start moves it)
         scratch = list(free)
         held = usage[:, r].copy()
@@ -353,6 +359,8 @@ class MaxMinHeteroScheduler(QuotaSource):
             gpus = held_gpus(victim)
             if held[v] - gpus < x[v, r] - _TOL:
                 continue
+            if admission is not None and not admission.may_preempt([*chosen, victim]):
+                continue  # its tenant is within its quota (quota = "borrow")
             held[v] -= gpus
             for n in victim.running_nodes:
                 scratch[n] += victim.run_share
@@ -376,7 +384,6 @@ class MaxMinHeteroScheduler(QuotaSource):
             usage[t_of[victim.tenant], r] -= held_gpus(victim)
             running_on[r].remove(victim)
             preempts.append(victim.job_id)
-            admission = getattr(view, "admission", None)
             if admission is not None:  # its tenant's quota room grows back in this decision (once:
                 admission.release(victim)  # the quota wrapper does not give it back again)
         return self.placement(group, option.per_worker, job.workers, free)

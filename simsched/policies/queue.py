@@ -500,6 +500,30 @@ class QueueScheduler:
             out.append(bucket.jobs[0])
         return out
 
+    def borrow_tries(self, view: SchedulerView) -> bool:
+        """Whether :meth:`borrow_pass`, next, would try any kind of job with the GPUs the walk left (a
+        kind refused for its quota, of a shape not full, whose smallest worker fits the freest node).
+        Holds for owners (``reclaim = "wait"``) only take GPUs away, and each of these checks fails on
+        fewer GPUs when it fails on more: when this is False the pass starts nothing, with holds or
+        without, so the wrapper need not compute them. True when the pass does not apply."""
+        free = self._after_walk
+        if free is None:
+            return True
+        memory = self._memory
+        quota, full = memory.quota, memory.full
+        if not quota:
+            return False
+        most = max(free, default=0)
+        if not most:
+            return False
+        vector = self._vector is not None
+        groups = view.fleet.groups
+        for bucket in self._buckets.values():
+            if (bucket.kind in quota and bucket.shape not in full and bucket.least <= most
+                    and (not vector or could_fit(bucket.jobs[0], bucket.cluster, groups, free))):
+                return True
+        return False
+
     def borrow_pass(self, view: SchedulerView, held: list[int] | None = None) -> tuple[Start, ...] | None:
         """Step 3 of ``quota = "borrow"`` (simsched.policies.quota), right after the walk within quotas
         when nothing changed since (no reclaim): the walk again over every waiting job, without

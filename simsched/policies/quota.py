@@ -38,6 +38,7 @@ changes when the engine applies it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -117,13 +118,15 @@ class SubView:
 
 class Admission:
     """Quota checks for a walk that places jobs itself: ``admits`` before it tries an option,
-    ``take`` when it placed a job there, ``release`` when it preempted a running job (both charged
-    to the decision's :class:`Staged` usage, once: the wrapper does not charge them again)."""
+    ``take`` when it placed a job there, ``may_preempt`` before it preempts, ``release`` when it
+    preempted a running job (``take`` and ``release`` are charged to the decision's :class:`Staged`
+    usage, once: the wrapper does not charge them again). ``borrow``: the quota mode is "borrow"."""
 
-    __slots__ = ("staged", "taken", "released", "asked", "refused")
+    __slots__ = ("staged", "borrow", "taken", "released", "asked", "refused")
 
-    def __init__(self, staged: Staged) -> None:
+    def __init__(self, staged: Staged, borrow: bool = False) -> None:
         self.staged = staged
+        self.borrow = borrow
         self.taken: dict[str, Option] = {}  # job_id -> the option it was placed on (for the wrapper)
         self.released: set[str] = set()  # ids of the running jobs it preempted and gave back already
         # options asked about and refused so far (a walk tells from them why a job did not start)
@@ -140,6 +143,15 @@ class Admission:
     def take(self, job: JobView, option: Option) -> None:
         self.staged.add(job.tenant, option.cluster, option.gpu_type, option.per_worker * job.workers)
         self.taken[job.job_id] = option
+
+    def may_preempt(self, victims: Sequence[JobView]) -> bool:
+        """Whether a walk may preempt all of ``victims`` in this decision (with those it preempted
+        already given back). Under ``borrow`` only borrowed GPUs are taken back: each victim's
+        tenant must hold more than its quota just before its preemption (smallest first), the rule
+        of the wrapper's own reclaim (:func:`find_victims`), so a tenant within its quota keeps its
+        GPUs whatever the policy's own rule says (issue 36). Under ``strict`` nobody holds more
+        than its quota, and the policy's rule alone decides."""
+        return not self.borrow or _still_borrowing(victims, self.staged)
 
     def release(self, victim: JobView) -> None:
         """The walk preempts the running ``victim``: its tenant's room grows back in this decision."""
@@ -190,9 +202,10 @@ class QuotaScheduler:
         if interval:
             self.interval_s = interval
         self.name = getattr(policy, "name", None) or type(policy).__name__
+        self._holds: _Holds | None = None  # the owners' holds of the latest decision (reclaim = "wait")
 
     def __getattr__(self, name: str):
-        if name in ("policy", "interval_s", "quiet_until"):  # quiet_until: quotas change what a round decides
+        if name in ("policy", "interval_s", "quiet_until", "_holds"):  # quiet_until: quotas change what a round decides
             raise AttributeError(name)
         return getattr(self.policy, name)
 
@@ -214,7 +227,7 @@ class QuotaScheduler:
         # 1. within quota
         admission = None
         if self.native:
-            admission = Admission(staged)
+            admission = Admission(staged, borrow=self.mode == "borrow")
             decision = (admitted(view, admission) if admitted is not None
                         else self.policy.decide(SubView(view, None, None, view.free, admission)))
             fast = self._borrow_after_walk(decision, view, staged, admission) if self._continues else None
@@ -265,7 +278,7 @@ class QuotaScheduler:
             if len(starts) > before and self._forget is not None:  # (queued jobs the policy did not start)
                 self._forget([start.job_id for start in starts[before:]])
         # 3. borrow idle GPUs, but not those held for waiting owners (reclaim = "wait")
-        if self.reclaim == "wait" and view.queue_length > len(started):
+        if self.reclaim == "wait" and view.queue_length > len(started) and any(free):  # (none free: no step 3)
             held = self.owner_holds(view, staged, free, running, started)
             if held is not None:
                 free = [max(0, f - h) for f, h in zip(free, held)]
@@ -299,7 +312,8 @@ class QuotaScheduler:
                     if limited[o.cluster] and staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * workers):
                         return None
         held = None
-        if self.reclaim == "wait":  # the GPUs held for waiting owners, which nobody borrows
+        tries = getattr(policy, "borrow_tries", None)  # (False: the pass starts nothing, holds or not)
+        if self.reclaim == "wait" and (tries is None or tries(view)):  # the GPUs held for waiting owners
             free = list(view.free)
             for start in decision.starts:
                 option = admission.taken.get(start.job_id)
@@ -364,43 +378,42 @@ class QuotaScheduler:
         picks, after the holds of the owners before it; its GPUs there are held (those free now and
         those that free up), and its tenant's room is charged for it (a tenant's holds never exceed
         its room). So GPUs that borrowed work frees go to the owner, and nobody borrows them until
-        its job starts (docs/scenarios.md "The owner guarantee")."""
+        its job starts (docs/scenarios.md "The owner guarantee").
+
+        Kept between decisions (:class:`_Holds`): while nothing started or stopped and no quota
+        moved (the ledger's version), the free GPUs are the same and every running job still ends
+        after now, the holds of the jobs already seen are those computed before (each depends on
+        the jobs before it, the free GPUs, the running jobs' ends and the rooms; ``now`` only
+        through ties with a running job's end, which cannot occur while every end is later), and
+        jobs that arrived since sort after them: only they are reserved, on top. Otherwise, or in a
+        decision that starts or preempts before this step, the holds are computed from scratch
+        (tests/test_quota_walk.py: equal to those at every decision, and to its plain reference's)."""
+        memo = self._holds
+        tenancy = staged.tenancy
+        if (memo is not None and not started and not staged._delta and not staged._type_delta
+                and memo.staged.tenancy is tenancy and memo.version == tenancy.version and memo.now_before(view.now) and memo.free == tuple(free)):
+            extended = memo.extend(self, view)
+            if extended is not False:
+                return None if extended is None else list(extended)
+        self._holds = None
         roomy = staged.roomy_tenants()
         if not roomy or view.queue_length <= len(started):
             return None
-        tenancy = staged.tenancy
-        everyone = OTHER in roomy  # (a pool of unlisted tenants with room: anyone may be its owner)
-        waiting = sorted((job for job in view.queue if job.job_id not in started
-                          and (everyone or job.tenant in roomy)), key=lambda j: (j.submit, j.index))
+        owners = _Owners(tenancy, roomy)
+        waiting = sorted((job for job in view.queue if job.job_id not in started and owners(job.tenant)),
+                         key=lambda j: (j.submit, j.index))
+        keep = (not started and not staged._delta and not staged._type_delta
+                and trial(self.placement) is self.placement)  # (a stateful rule's trials move with it)
+        memo = _Holds(tenancy.version, tuple(free), roomy, _copy(staged), view) if keep else None
         if not waiting:
+            if memo is not None:
+                self._holds = memo
             return None
-        groups = view.fleet.groups
-        place = trial(self.placement)
-        trial_staged = _copy(staged)
-        held: list[int] | None = None
-        ends: list[tuple[float, JobView]] | None = None
-        for job in waiting:
-            best = None
-            for option in job.options:
-                need = option.per_worker * job.workers
-                if not tenancy.limited(option.cluster) or not trial_staged.admits(
-                        job.tenant, option.cluster, option.gpu_type, need):
-                    continue
-                if ends is None:
-                    ends = sorted(((run_end(r), r) for r in running), key=lambda item: (item[0], item[1].index))
-                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free,
-                                held or [0] * len(free), ends, view.now, place)
-                if found is not None and (best is None or found[0] < best[0]):
-                    best = (found[0], found[1], option, need)
-            if best is None:
-                continue
-            _, nodes, option, need = best
-            if held is None:
-                held = [0] * len(free)
-            for n in nodes:
-                held[n] += option.per_worker
-            trial_staged.add(job.tenant, option.cluster, option.gpu_type, need)
-        return held
+        scratch = memo if memo is not None else _Holds(tenancy.version, tuple(free), roomy, _copy(staged), None)
+        scratch.reserve_all(self, view, waiting, free, running)
+        if memo is not None:
+            self._holds = memo
+        return None if scratch.held is None else list(scratch.held)
 
     @staticmethod
     def _take_preempts(decision: Decision, view: SchedulerView, staged: Staged, free: list[int],
@@ -625,6 +638,111 @@ def find_victims(group: Sequence[int], cluster: int, per_worker: int, workers: i
 
 
 # -- reclaim by waiting: the owners' reservations (``reclaim = "wait"``) ------------------------------
+class _Owners:
+    """Whether a tenant's jobs may hold anything: its quota key (its own, or the pool's) has room in
+    some cluster with quotas (``roomy``: :meth:`Staged.roomy_tenants`). A job of any other tenant is
+    refused by its room on every option, as each needs at least one milli-GPU, so the holds pass
+    over it unseen (asked once per tenant)."""
+
+    __slots__ = ("tenancy", "roomy", "seen")
+
+    def __init__(self, tenancy, roomy: set) -> None:
+        self.tenancy = tenancy
+        self.roomy = roomy
+        self.seen: dict[str | None, bool] = {}
+
+    def __call__(self, tenant: str | None) -> bool:
+        known = self.seen.get(tenant)
+        if known is None:
+            tenancy, roomy = self.tenancy, self.roomy
+            known = self.seen[tenant] = any(
+                limited and (tenant if tenant in tenancy._listed[c] else OTHER) in roomy
+                for c, limited in enumerate(tenancy._limited))
+        return known
+
+
+class _Holds:
+    """The owners' holds of the latest decision, with what they were computed from (see
+    :meth:`QuotaScheduler.owner_holds`): the ledger's version, the free GPUs, the quota keys with room,
+    the rooms left after the holds (``staged``), the running jobs' ends, the queue's length and
+    newest entry, and the (submit, index) of the last waiting job reserved for."""
+
+    __slots__ = ("version", "free", "owners", "staged", "held", "ends", "first_end", "length", "seq", "last")
+
+    def __init__(self, version: int, free: tuple[int, ...], roomy: set, staged: Staged,
+                 view: SchedulerView | None) -> None:
+        self.version = version
+        self.free = free
+        self.owners = _Owners(staged.tenancy, roomy)
+        self.staged = staged
+        self.held: list[int] | None = None
+        self.ends: list[tuple[float, JobView]] | None = None
+        self.first_end = math.inf  # the earliest running job's end (once ends are read)
+        self.length = -1 if view is None else view.queue_length
+        queue = () if view is None else view.queue
+        self.seq = queue[-1].queue_seq if queue else -1
+        self.last: tuple[float, int] | None = None
+
+    def now_before(self, now: float) -> bool:
+        """Whether every running job read still ends after ``now`` (else a tie with ``now`` may
+        change which option is the earliest)."""
+        return self.first_end > now
+
+    def reserve_all(self, scheduler: QuotaScheduler, view: SchedulerView, waiting: Sequence[JobView],
+                    free: Sequence[int], running: Sequence[JobView]) -> None:
+        """Reserve for ``waiting`` (in (submit, index) order), after the holds already made."""
+        tenancy = self.staged.tenancy
+        trial_staged = self.staged
+        groups = view.fleet.groups
+        place = trial(scheduler.placement)
+        held = self.held
+        ends = self.ends
+        for job in waiting:
+            best = None
+            for option in job.options:
+                need = option.per_worker * job.workers
+                if not tenancy.limited(option.cluster) or not trial_staged.admits(
+                        job.tenant, option.cluster, option.gpu_type, need):
+                    continue
+                if ends is None:
+                    ends = sorted(((run_end(r), r) for r in running), key=lambda item: (item[0], item[1].index))
+                    self.ends = ends
+                    self.first_end = ends[0][0] if ends else math.inf
+                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free,
+                                held or [0] * len(free), ends, view.now, place)
+                if found is not None and (best is None or found[0] < best[0]):
+                    best = (found[0], found[1], option, need)
+            if best is None:
+                continue
+            _, nodes, option, need = best
+            if held is None:
+                held = self.held = [0] * len(free)
+            for n in nodes:
+                held[n] += option.per_worker
+            trial_staged.add(job.tenant, option.cluster, option.gpu_type, need)
+        if waiting:
+            self.last = (waiting[-1].submit, waiting[-1].index)
+
+    def extend(self, scheduler: QuotaScheduler, view: SchedulerView) -> list[int] | None | bool:
+        """The holds now, when only arrivals changed the queue since (nothing started or stopped:
+        the caller checked the ledger's version): the old holds plus those of the new jobs, which
+        sort after every job seen. False when that does not hold (the caller computes anew)."""
+        new = view.queued_after(self.seq)  # (newest first)
+        if view.queue_length != self.length + len(new):
+            return False  # (a job left the queue)
+        if new:
+            owners = self.owners
+            waiting = sorted((job for job in new if owners(job.tenant)),
+                             key=lambda j: (j.submit, j.index))
+            if waiting and self.last is not None and (waiting[0].submit, waiting[0].index) <= self.last:
+                return False
+            self.length = view.queue_length
+            self.seq = new[0].queue_seq
+            if waiting:  # (the running jobs are those of the holds kept: nothing started or stopped)
+                self.reserve_all(scheduler, view, waiting, self.free, view.running)
+        return self.held
+
+
 def run_end(job: JobView) -> float:
     """When a running job ends if its known work is exact: the engine's own float (as the EASY
     profile computes it, simsched.policies.reservations.Profile.of)."""
@@ -636,12 +754,20 @@ def reserve(group: Sequence[int], per_worker: int, workers: int, free: Sequence[
             ) -> tuple[float, tuple[int, ...]] | None:
     """The earliest time (now, or a running job's end) at which a job fits ``group`` by ``place``
     if every running job ends at its known end, on the GPUs neither free to others' holds
-    (``held``) nor taken: (that time, the nodes), None if never. ``ends``: (end, job), ascending."""
+    (``held``) nor taken: (that time, the nodes), None if never. ``ends``: (end, job), ascending.
+
+    ``place`` is asked only when the group's GPUs left (free less held, at least 0 per node) add
+    up to the job's: no placement fits a job on fewer GPUs, so the answer is the same as asking
+    at every end (and the clamped free list is kept up to date node by node, not rebuilt)."""
     members = set(group)
     scratch = [f - h for f, h in zip(free, held)]
-    nodes = place(group, per_worker, workers, [max(0, x) for x in scratch])
-    if nodes is not None:
-        return now, nodes
+    clamped = [x if x > 0 else 0 for x in scratch]
+    need = per_worker * workers
+    total = sum(clamped[n] for n in members)
+    if total >= need:
+        nodes = place(group, per_worker, workers, list(clamped))
+        if nodes is not None:
+            return now, nodes
     i = 0
     while i < len(ends):
         t = ends[i][0]
@@ -652,9 +778,12 @@ def reserve(group: Sequence[int], per_worker: int, workers: int, free: Sequence[
             for n in job.running_nodes:
                 if n in members:
                     scratch[n] += job.run_share
+                    value = scratch[n] if scratch[n] > 0 else 0
+                    total += value - clamped[n]
+                    clamped[n] = value
                     grew = True
-        if grew:
-            nodes = place(group, per_worker, workers, [max(0, x) for x in scratch])
+        if grew and total >= need:
+            nodes = place(group, per_worker, workers, list(clamped))
             if nodes is not None:
                 return max(t, now), nodes
     return None
