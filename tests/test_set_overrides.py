@@ -82,3 +82,20 @@ def test_cluster_nodes_refuses_a_fleet_of_several_clusters(tmp_path: Path, capsy
     path = write_scenario(tmp_path, clusters=two, jobs=JOBS, scheduler='policy = "fifo"')
     assert main([str(path), "--set", "cluster.nodes=3", "--out", str(tmp_path / "o"), "--quiet"]) == 2
     assert "resizes a scenario of one cluster with one node type" in capsys.readouterr().err
+
+
+def test_a_workload_override_keeps_every_other_workload_key() -> None:
+    """Overriding one workload key re-parses the table: every other key, tenant_mix included, must
+    survive the round trip (it once dropped tenant_mix, so philly_vc lost its tenants under --set)."""
+    from dataclasses import fields
+
+    from simsched.config.overrides import apply_overrides, workload_table
+    from simsched.config.scenario import WorkloadSpec, load_scenario
+
+    base = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "course" / "philly_vc.toml")
+    assert base.workload.tenant_mix is not None
+    moved = apply_overrides(base, {"workload.jobs_limit": 300}, "test")
+    kept = [f.name for f in fields(WorkloadSpec) if f.name not in ("jobs_limit", "params_file")]
+    assert {name: getattr(moved.workload, name) for name in kept} == \
+        {name: getattr(base.workload, name) for name in kept}
+    assert workload_table(base.workload)["tenant_mix"] == dict(base.workload.tenant_mix)

@@ -111,6 +111,8 @@ def workload_table(spec: WorkloadSpec) -> dict[str, Any]:
         value = getattr(spec, key)
         if value is not None and value != defaults[key]:
             table[key] = list(value)
+    if spec.tenant_mix is not None:  # (issue 36: an override of any workload key once dropped it)
+        table["tenant_mix"] = dict(spec.tenant_mix)
     return table
 
 
