@@ -35,6 +35,12 @@ from simsched.workloads.instances import GENERATORS, SETS
 #: a key with no default: it must be given (where its section applies)
 REQUIRED = _MISSING
 
+#: how a key names files, relative to the file that holds the key: ``path`` always a file (or folder);
+#: ``paths`` a list of them; ``module`` a file when the value is ``file.py:Class``; ``json`` a file when
+#: the value ends in ``.json`` (else a name or an expression). Every key that names a file is marked
+#: with one (``Key.files``), in :data:`SECTIONS` or, for options handed on, in :data:`HANDED_ON_FILES`.
+FILE_KINDS = ("path", "paths", "module", "json")
+
 
 class Dynamic:
     """A default that depends on other keys or files; ``text`` says which (for the docs)."""
@@ -70,6 +76,9 @@ class Key:
     #: the valid values as the docs say them, where the validator checks them itself (text, or a
     #: function returning it)
     choices_text: str | Callable[[], str] = ""
+    #: how the key names files (one of :data:`FILE_KINDS`; "" when it names none): ``simsched new``
+    #: copies every file so named beside the starter it writes (simsched.config.examples)
+    files: str = ""
 
     def valid_choices(self) -> Sequence[Any] | None:
         return self.choices() if callable(self.choices) else self.choices
@@ -182,16 +191,16 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("nodes", list, "Node groups `{ count, gpus, gpu_type }` (inline clusters; at least one).",
             type_text="array of tables", example='[{ count = 2, gpus = 8 }]'),
         Key("file", str, "A TOML file of `[[cluster]]` tables, relative to this file, in place of "
-            "`name`/`nodes`.", None, type_text="path", example='"clusters/philly.toml"'),
+            "`name`/`nodes`.", None, type_text="path", files="path", example='"clusters/philly.toml"'),
         Key("from", str, "A cluster builder that reads a machine table at `path`; its options "
             "(`gpus_limit`, `nodes_per_type`, `nodes_limit`, `name`, ...) go to it.", None, choices=_builders,
             context='path = "cluster_machine_list.csv"', example='"philly_machines"'),
         Key("path", str, "The machine table a `from` builder reads (required with `from`).", type_text="path",
-            context='from = "philly_machines"', example='"cluster_machine_list.csv"'),
+            context='from = "philly_machines"', files="path", example='"cluster_machine_list.csv"'),
         Key("tenant", list, "`[[cluster.tenant]]` tables: tenants' GPU quotas in this cluster.", [],
             type_text="array of tables", example='[{ name = "vc1", gpus = 4 }]'),
         Key("quota_file", str, "A dated quota table (tenants' GPUs over time) in place of `[[cluster.tenant]]`.",
-            None, type_text="path", example='"quotas.csv"'),
+            None, type_text="path", files="path", example='"quotas.csv"'),
         Key("quota_start", (str, date), "The date the run's time 0 falls on in `quota_file` (default: its "
             "first row): a TOML date (2020-04-01) or that text.",
             None, context='quota_file = "quotas.csv"', example='"2020-04-01"', type_text="date or string"),
@@ -211,10 +220,10 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
     "workload": (
         Key("file", str, "A workload TOML (in `workloads/`) whose keys this table overrides.", None,
-            type_text="path", example='"../workloads/philly_like.toml"'),
+            type_text="path", files="path", example='"../workloads/philly_like.toml"'),
         Key("source", str, "The trace reader, or `synthetic` for a generator.", choices=SOURCES, example='"csv"'),
         Key("path", str, "The trace file (or folder, for `itp`); required unless `source = \"synthetic\"`.",
-            type_text="path", example='"jobs.csv"'),
+            type_text="path", files="path", example='"jobs.csv"'),
         Key("generator", str, "The job generator.", "simple", choices=_generators,
             requires='source = "synthetic"', example='"simple"'),
         Key("jobs_limit", int, "Keep the first N jobs (by submit time).", None, min_value=1, example="100"),
@@ -245,7 +254,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     ),
     "scheduler": (
         Key("policy", str, "The policy that orders and places jobs; its own options go in this table too.",
-            "fifo", choices_text=_policies, example='"sjf"'),
+            "fifo", choices_text=_policies, files="module", example='"sjf"'),
         Key("placement", str, "How a job's workers are put on nodes.", "best_fit", choices=_placements,
             example='"first_fit"'),
         Key("backfill", (bool, str), "Start later jobs that fit when the head cannot (`easy` and "
@@ -294,7 +303,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
         Key("seeds", int, "Runs per scheduler, with seeds seed, seed + 1, ... from the scenario's seed.", 1,
             min_value=1, example="3"),
         Key("instances", list, "More scenario files compared as cases beside this one.", [],
-            type_text="list of paths", example="[]"),
+            type_text="list of paths", files="paths", example="[]"),
         Key("rank_by", str, "The metric that ranks the schedulers.", "avg_jct", choices=_metrics, example='"avg_wait"'),
         Key("options", dict, "`[compare.options.LABEL]`: `[scheduler]` keys for one label.", {},
             type_text="table of tables", example='{ sjf = { placement = "first_fit" } }'),
@@ -330,6 +339,33 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             [], type_text="list of integers", requires='instances = "sizes"', example="[10, 12]"),
     ),
 }
+
+#: options handed on (to a policy or a trace reader, which validate them) that name files: the
+#: reference lists them with their owner; here only so that ``simsched new`` copies their files
+HANDED_ON_FILES: dict[str, tuple[Key, ...]] = {
+    "workload": (
+        Key("task_table", str, "The PAI reader's task table.", None, type_text="path", files="path",
+            example='"pai_task_table.csv"'),
+        Key("group_table", str, "The PAI reader's group table (tenant_rule = \"group\").", None, type_text="path",
+            files="path", example='"pai_group_tag_table.csv"'),
+    ),
+    "scheduler": (
+        Key("agent", str, "Policy `rl`: the trained agent.", None, type_text="path", files="path",
+            example='"agent.npz"'),
+        Key("priority", str, "Policies `gp`, `mct-gp`, `evo-gp`: a built-in priority, an expression, or a "
+            "`.json` file from `simsched learn`.", None, files="json", example='"learned.json"'),
+    ),
+}
+
+
+def file_keys() -> dict[tuple[str, str], str]:
+    """Every key that names files, ``(section, name) -> kind`` (:data:`FILE_KINDS`): declared or handed on."""
+    out = {}
+    for table in (SECTIONS, HANDED_ON_FILES):
+        for section, declared in table.items():
+            out.update({(section, k.name): k.files for k in declared if k.files})
+    return out
+
 
 #: where keys that are not listed above go, and who validates them
 PASS_THROUGH: dict[str, str] = {
