@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from simsched.cli.main import main
+from simsched.core.metrics import STARVATION_METRICS
+from simsched.present.report import metric_table
 from tests.helpers import write_scenario
 
 CLUSTER = '[[cluster]]\nname = "c0"\nnodes = [{ count = 4, gpus = 8, gpu_type = "V100" }]'
@@ -25,3 +31,28 @@ def test_validate_prints_the_path_as_typed(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("my.toml: ok: ")
     assert main(["validate", "./sub/mY.Toml"]) == 0
     assert capsys.readouterr().out.startswith("./sub/mY.Toml: ok: ")
+
+
+def _rendered(summary: dict) -> str:
+    console = Console(width=200, file=io.StringIO())
+    console.print(metric_table(summary))
+    return console.file.getvalue()
+
+
+SUMMARY = {
+    "avg_jct": 10.0, "seed": 1, "partial": False,
+    "starvation": {"p99_wait": 5.0, "max_wait": 6.0, "large_gpu_hours_late_share": 0.25,
+                   "wait_by_size": {"1": {"jobs": 2, "mean_wait": 1.0}, "2-8": {"jobs": 1, "mean_wait": 3.0},
+                                    ">8": {"jobs": 0, "mean_wait": None}}},
+}
+
+
+def test_run_table_labels_are_those_of_compare_and_experiment():
+    text = _rendered(SUMMARY)
+    for _, label, _, _ in STARVATION_METRICS:
+        assert label in text
+    assert "Share of >8-GPU GPU-h waiting >24 h" in text and "0.250" in text
+    assert "GPU-h of >8-GPU jobs" not in text  # a share, not hours
+    # one hyphenation for the size classes: "1-GPU jobs" like "2-8-GPU jobs" and ">8-GPU jobs"
+    assert "Avg wait, 1-GPU jobs (s)" in text and "Avg wait, 2-8-GPU jobs (s)" in text
+    assert " GPU jobs" not in text
