@@ -56,3 +56,22 @@ def test_run_table_labels_are_those_of_compare_and_experiment():
     # one hyphenation for the size classes: "1-GPU jobs" like "2-8-GPU jobs" and ">8-GPU jobs"
     assert "Avg wait, 1-GPU jobs (s)" in text and "Avg wait, 2-8-GPU jobs (s)" in text
     assert " GPU jobs" not in text
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_set_seed_says_use_the_seed_flag(tmp_path, capsys):
+    path = str(_scenario(tmp_path))
+    assert main([path, "--set", "seed=2", "--quiet"]) == 2
+    err = _one_error_line(capsys)
+    assert "seed is a top-level scenario key" in err and "use --seed 2" in err
+    assert main(["compare", path, "--set", "seed=2", "--quiet"]) == 2  # compare has --seeds N, no --seed
+    err = _one_error_line(capsys)
+    assert "edit seed in the scenario file" in err and "--seeds N" in err and "--seed 2" not in err
+    assert main([path, "--set", "name=x", "--quiet"]) == 2
+    assert "edit name in the scenario file" in _one_error_line(capsys)
+    assert main([path, "--seed", "2", "--quiet"]) == 0
