@@ -75,3 +75,41 @@ def test_set_seed_says_use_the_seed_flag(tmp_path, capsys):
     assert main([path, "--set", "name=x", "--quiet"]) == 2
     assert "edit name in the scenario file" in _one_error_line(capsys)
     assert main([path, "--seed", "2", "--quiet"]) == 0
+
+
+def test_a_missing_policy_file_names_both_folders_looked_in(tmp_path, monkeypatch, capsys):
+    (tmp_path / "sc").mkdir()
+    (tmp_path / "cwd").mkdir()
+    path = str(_scenario(tmp_path / "sc"))
+    monkeypatch.chdir(tmp_path / "cwd")
+    (tmp_path / "cwd" / "mine.py").write_text("")
+    both = (f"looked next to the scenario ({tmp_path / 'sc' / 'nope.py'}) and in the working directory "
+            f"({tmp_path / 'cwd' / 'nope.py'})")
+    for argv in ([path, "--policy", "nope.py:P", "--quiet"], ["validate", path, "--policy", "nope.py:P"],
+                 ["compare", path, "--schedulers", "fifo,nope.py:P", "--quiet"]):
+        assert main(argv) == 2
+        err = _one_error_line(capsys)
+        assert "policy file nope.py not found" in err and both in err, err
+    assert main([path, "--policy", "mien.py:P", "--quiet"]) == 2
+    assert "did you mean 'mine.py'" in _one_error_line(capsys)  # a typo of a file in the working directory
+    # a policy key in the scenario file is looked for next to the scenario only, and says so
+    scenario = tmp_path / "sc" / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace('policy = "fifo"', 'policy = "nope.py:P"'))
+    assert main([path, "--quiet"]) == 2
+    assert "is looked for next to the scenario" in _one_error_line(capsys)
+
+
+def test_a_policy_file_without_its_class_says_to_add_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = str(_scenario(tmp_path))
+    (tmp_path / "alice.py").write_text("class Alice:\n    pass\n")
+    wanted = "'alice.py' is a policy file without its class: give it as 'alice.py:ClassName'"
+    for argv in ([path, "--policy", "alice.py", "--quiet"], ["validate", path, "--policy", "alice.py"],
+                 ["compare", path, "--schedulers", "fifo,alice.py", "--quiet"]):
+        assert main(argv) == 2
+        err = _one_error_line(capsys)
+        assert wanted in err and "unknown" not in err, err
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text(scenario.read_text().replace('policy = "fifo"', 'policy = "alice.py"'))
+    assert main([path, "--quiet"]) == 2
+    assert "scheduler.policy: " + wanted in _one_error_line(capsys)

@@ -50,7 +50,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.config import keys as scenario_keys
-from simsched.config.catalog import build_scheduler, policy_names
+from simsched.config.catalog import build_scheduler, policy_file_without_class, policy_names
 from simsched.config.keys import DeclaredParams
 from simsched.config.overrides import apply_overrides
 from simsched.config.resolve import policy_ref as resolve_policy_ref
@@ -344,6 +344,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
 def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, Any]]) -> None:
     valid = policy_names()
     for name in names:
+        if policy_file_without_class(name) and "policy" not in options.get(name, {}):
+            raise InputError(f"{path}: compare: {policy_file_without_class(name)}")
         if ":" not in name and name not in valid and "policy" not in options.get(name, {}):
             raise InputError(f"{path}: compare: unknown scheduler {name!r}{did_you_mean(name, valid)}; "
                              f"valid: {', '.join(valid)}, "
