@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import configparser
 import io
+import re
+from pathlib import Path
 
 from rich.console import Console
 
@@ -11,6 +14,7 @@ from simsched.core.metrics import STARVATION_METRICS
 from simsched.present.report import metric_table
 from tests.helpers import write_scenario
 
+REPO = Path(__file__).resolve().parents[1]
 CLUSTER = '[[cluster]]\nname = "c0"\nnodes = [{ count = 4, gpus = 8, gpu_type = "V100" }]'
 JOBS = ["0,0,100,8,,,,,", "1,10,50,16,,,,,", "2,20,5,1,,,,,"]
 
@@ -113,3 +117,24 @@ def test_a_policy_file_without_its_class_says_to_add_it(tmp_path, monkeypatch, c
     scenario.write_text(scenario.read_text().replace('policy = "fifo"', 'policy = "alice.py"'))
     assert main([path, "--quiet"]) == 2
     assert "scheduler.policy: " + wanted in _one_error_line(capsys)
+
+
+def _setup_cfg():
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    return cfg
+
+
+def test_site_url_is_the_documentation_project_url_and_has_a_sub_path():
+    site_url = re.search(r"^site_url: (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M).group(1)
+    assert site_url.endswith("/") and site_url.split("://", 1)[1].count("/") >= 2  # host/sub-path/
+    urls = dict(line.split(" = ", 1) for line in _setup_cfg()["metadata"]["project_urls"].strip().splitlines())
+    assert urls["Documentation"] == site_url and "Source" in urls
+
+
+def test_the_package_ships_py_typed_and_has_classifiers():
+    assert (REPO / "simsched" / "py.typed").is_file()
+    cfg = _setup_cfg()
+    assert "py.typed" in [p.strip() for p in cfg["options.package_data"]["simsched"].split(",")]
+    classifiers = cfg["metadata"]["classifiers"].strip().splitlines()
+    assert "Typing :: Typed" in classifiers and any(c.startswith("Programming Language :: Python :: 3") for c in classifiers)
