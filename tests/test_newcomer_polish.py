@@ -5,13 +5,18 @@ from __future__ import annotations
 import configparser
 import io
 import re
+import warnings
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
+import simsched
 from simsched.cli.main import main
+from simsched.core.errors import SimschedWarning
 from simsched.core.metrics import STARVATION_METRICS
 from simsched.present.report import metric_table
+from tests.cheat_policies import Never
 from tests.helpers import write_scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,3 +143,43 @@ def test_the_package_ships_py_typed_and_has_classifiers():
     assert "py.typed" in [p.strip() for p in cfg["options.package_data"]["simsched"].split(",")]
     classifiers = cfg["metadata"]["classifiers"].strip().splitlines()
     assert "Typing :: Typed" in classifiers and any(c.startswith("Programming Language :: Python :: 3") for c in classifiers)
+
+
+# a 16-GPU job fits no node of 8 GPUs with workers=1: it is infeasible (the scenario's jobs are
+# `job_id,submit,duration,gpus,workers,...`; 16 GPUs as 2 workers of 8 fits, as 1 worker does not)
+INFEASIBLE = ["0,0,100,8,,,,,", "1,10,50,16,1,,,,", "2,20,5,1,,,,,"]
+
+
+def _infeasible_scenario(folder):
+    return write_scenario(folder, clusters=CLUSTER, scheduler='policy = "fifo"', jobs=INFEASIBLE)
+
+
+def test_the_api_warns_a_runs_warnings(tmp_path):
+    path = _infeasible_scenario(tmp_path)
+    with pytest.warns(SimschedWarning, match="infeasible|no node") as caught:
+        result = simsched.run(path)
+    assert [str(w.message) for w in caught if w.category is SimschedWarning] == result.summary["warnings"]
+    assert caught[0].filename == __file__  # attributed to the caller's line, not simsched's
+    with pytest.warns(SimschedWarning) as caught:  # what only the run can tell, from a child process too
+        simsched.run(path, scheduler=Never, run_timeout=60)
+    assert any("left 2 of 2 feasible jobs unfinished" in str(w.message) for w in caught)
+    with warnings.catch_warnings():  # -W error::simsched.core.errors.SimschedWarning
+        warnings.simplefilter("error", SimschedWarning)
+        with pytest.raises(SimschedWarning):
+            simsched.run(path)
+
+
+def test_compare_through_the_api_warns_too(tmp_path):
+    path = _infeasible_scenario(tmp_path)
+    with pytest.warns(SimschedWarning) as caught:
+        simsched.compare(path, ["fifo", "sjf"], workers=1)
+    assert any("infeasible" in str(w.message) or "no node" in str(w.message) for w in caught)
+
+
+def test_the_cli_prints_the_warnings_and_does_not_warn(tmp_path, capsys):
+    path = str(_infeasible_scenario(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimschedWarning)  # a warn() would raise: main would fail
+        assert main([path, "--quiet"]) == 0
+        assert main(["compare", path, "--schedulers", "fifo,sjf", "--workers", "1", "--quiet"]) == 0
+    assert "warning: " in capsys.readouterr().err

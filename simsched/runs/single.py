@@ -24,7 +24,7 @@ from simsched.config.scenario import Scenario, load_scenario
 from simsched.core import arguments, atomic, interrupts, limits, outputs
 from simsched.core.contract import Scheduler
 from simsched.core.engine import Engine, EngineConfig, FleetState, Progress
-from simsched.core.errors import DecisionError, InputError
+from simsched.core.errors import DecisionError, InputError, warn
 from simsched.core.eventlog import EventLog
 from simsched.core.fairness import QuotaBook
 from simsched.core.feasibility import InfeasibleReport, infeasible_report
@@ -256,6 +256,11 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
     into it), ``run_timeout`` (seconds for the run) and ``run_memory`` (bytes, or a size such as
     ``"2G"``; default a fair share of the machine); a failure of any kind is one
     :class:`~simsched.runs.isolated.RunFailed` line. The result equals an in-process run's.
+
+    The run's warnings (jobs no node can hold, jobs the policy left unfinished, ...; kept in
+    ``summary["warnings"]``) are also issued with :func:`warnings.warn` as a
+    :class:`~simsched.core.errors.SimschedWarning`, so a notebook shows them and a warnings
+    filter can make them errors.
     """
     # every argument is checked here, with the CLI's one-line errors (simsched.core.arguments)
     jobs = arguments.optional_whole(jobs, "jobs", "simsched.run")
@@ -282,12 +287,16 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
             return simulation(scenario, seed=seed, jobs=limit, scheduler=made).run(send)
 
         who = f"{user_code_label(scenario, scheduler)} (seed {scenario.seed if seed is None else seed})"
-        return run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
-                           file=user_code_file(scenario, scheduler))
-    if isinstance(scheduler, type):
-        scheduler = scheduler()
-        check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
-    return simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+        result = run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
+                             file=user_code_file(scenario, scheduler))
+    else:
+        if isinstance(scheduler, type):
+            scheduler = scheduler()
+            check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
+        result = simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+    for text in result.summary.get("warnings", ()):  # the CLI prints them; the API warns (SimschedWarning)
+        warn(text)
+    return result
 
 
 def check_scheduler_argument(scheduler: object, caller: str) -> None:
