@@ -1,4 +1,5 @@
-"""``python -m simsched compare``: several schedulers over several seeds and instances (SPEC §7).
+"""``python -m simsched compare``: several schedulers over several seeds and instances, on the metrics of
+[docs/engine.md "Metrics"](../engine.md#metrics-spec-7) (results: [docs/comparison.md](../comparison.md)).
 
 A *case* is one (instance, seed). The instances are the scenario file itself
 plus every file listed in its ``[compare] instances``; each instance runs with
@@ -24,7 +25,7 @@ a parallel run equals a serial one. :func:`run_compare` returns data frames;
 their rendering (compare.md, the console's tables) is the report layer,
 :mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
 
-Interruptions (SPEC §8): an interrupted simulation never becomes a row (its
+Interruptions ([docs/engine.md "Reliability guarantees"](../engine.md#reliability-guarantees-spec-8)): an interrupted simulation never becomes a row (its
 task raises instead). With an output folder, every finished run is appended
 to ``compare_runs.partial.jsonl`` as it finishes; an interrupt leaves
 ``compare_runs.csv`` with the finished runs, no ranked tables, and a

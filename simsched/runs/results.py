@@ -10,7 +10,7 @@
 What they look like -- their HTML views (``_repr_html_``) and figures (``plot``), drawn by the same
 functions as ``simsched plot`` -- is the presentation layer's (:mod:`simsched.present.notebook`),
 reached through :mod:`simsched.runs.display`, so this module imports neither matplotlib nor rich.
-Each ``plot`` returns a matplotlib ``Figure``. docs/notebook.md describes it all.
+Each ``plot`` returns a matplotlib ``Figure``. [docs/notebook.md](../notebook.md) describes it all.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The Python API: ``simsched.run(scenario) -> RunResult`` (SPEC §7)."""
+"""The Python API: ``simsched.run(scenario) -> RunResult``. The metrics of its summary are defined in
+[docs/engine.md "Metrics"](../engine.md#metrics-spec-7), its tables in [docs/outputs.md](../outputs.md)
+(the links are relative to the API pages of the docs site)."""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ RUN_FILES = ("jobs.csv", "events.csv", "nodes.csv", "spells.csv", "timeline.csv"
 
 class RunResult:
     """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
-    nodes, and the run spells and timeline derived from the event log (columns: docs/outputs.md).
+    nodes, and the run spells and timeline derived from the event log (columns: [docs/outputs.md](../outputs.md)).
 
     The events table, the spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on
     first use (the events from the engine's compact :class:`~simsched.core.eventlog.EventLog`), so a
@@ -149,7 +151,7 @@ class RunResult:
     @classmethod
     def load(cls, out_dir: str | Path) -> RunResult:
         """The result a run wrote into ``out_dir`` (CSV or Parquet tables and summary.json), read
-        back with the documented column types (docs/outputs.md); ``simsched.load_run``."""
+        back with the documented column types ([docs/outputs.md](../outputs.md)); ``simsched.load_run``."""
         tables = outputs.read_run_tables(out_dir)
         summary = outputs.read_json_object(Path(out_dir) / "summary.json", "a run's summary.json")
         result = RunResult(tables["jobs"], tables["events"], summary, tables["nodes"])
@@ -161,7 +163,7 @@ class RunResult:
     def write(self, out_dir: str | Path, format: str = "csv") -> Path:  # the files: RUN_FILES
         """Write jobs, events, nodes, spells and timeline (``.csv``, or ``.parquet`` with
         ``format="parquet"``, which needs pyarrow) and summary.json into ``out_dir`` (columns:
-        docs/outputs.md), each atomically; a table of the other format left by an earlier run
+        [docs/outputs.md](../outputs.md)), each atomically; a table of the other format left by an earlier run
         is removed, so the folder holds one copy of each table.
 
         A ``PARTIAL`` marker stands in the folder while it is written and stays
