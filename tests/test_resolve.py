@@ -147,7 +147,10 @@ def test_policy_ref_prefers_the_file_beside_the_scenario(tmp_path: Path, monkeyp
     assert policy_ref("mine.py:Mine", scenario) == f"{tmp_path / 'here' / 'mine.py'}:Mine"  # from the cwd
     (tmp_path / "scenarios" / "mine.py").write_text("")
     assert policy_ref("mine.py:Mine", scenario) == "mine.py:Mine"  # beside the scenario
-    assert policy_ref("gone.py:Gone", scenario) == "gone.py:Gone"  # nowhere: the loader says so
+    with pytest.raises(InputError) as nowhere:  # in neither folder: both are named (issue 37)
+        policy_ref("gone.py:Gone", scenario)
+    assert (f"looked next to the scenario ({tmp_path / 'scenarios' / 'gone.py'}) and in the working directory "
+            f"({tmp_path / 'here' / 'gone.py'})") in str(nowhere.value)
 
 
 def test_commands_take_example_names_from_any_directory(tmp_path: Path) -> None:

@@ -98,10 +98,11 @@ def non_negative_int(text: str) -> int:
 SCHEDULER_FLAGS = ("policy", "placement", "backfill", "heterogeneous")
 
 
-def add_override_flags(p: argparse.ArgumentParser, *, policy: bool = True) -> None:
+def add_override_flags(p: argparse.ArgumentParser, *, policy: bool = True, seed_flag: bool = True) -> None:
     """The flags that replace scenario keys, shared by ``run`` and ``compare`` (one place, so every
     command that runs a scenario takes the same ones). ``--gpus-limit`` is the course's name for
-    ``--nodes-per-type`` (it counts machines per type, like the key ``nodes_per_type``)."""
+    ``--nodes-per-type`` (it counts machines per type, like the key ``nodes_per_type``).
+    ``seed_flag``: the command has ``--seed`` (``--set seed=2`` then points to it)."""
     p.add_argument("--jobs", "--jobs-limit", dest="jobs", type=positive_int, metavar="N",
                    help="keep only the first N jobs (workload.jobs_limit)")
     p.add_argument("--nodes-per-type", "--gpus-limit", dest="nodes_per_type", type=positive_int, metavar="N",
@@ -114,16 +115,31 @@ def add_override_flags(p: argparse.ArgumentParser, *, policy: bool = True) -> No
                    help="scheduler.backfill: start jobs behind one that does not fit")
     p.add_argument("--heterogeneous", action=argparse.BooleanOptionalAction, default=None,
                    help="scheduler.heterogeneous: let jobs run on other GPU types")
-    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE", type=setting,
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   type=setting if seed_flag else _setting_without_seed_flag,
                    help="set any dotted scenario key (workload.load=0.8, scheduler.backfill=easy); repeatable; "
                         "VALUE is a TOML value, or text when it is not one; checked like the key in a file")
 
 
-def setting(text: str) -> tuple[str, Any]:
+#: the scenario's top-level keys (not in a section), which ``--set`` cannot reach
+TOP_LEVEL_KEYS = ("name", "seed", "description")
+
+
+def setting(text: str, *, seed_flag: bool = True) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--set``: a dotted key and a TOML value (bare text when it does not parse as one:
-    ``scheduler.policy=sjf``), as Hydra's overrides read."""
+    ``scheduler.policy=sjf``), as Hydra's overrides read. A top-level key (``seed=2``) is refused with
+    what to do instead: ``--seed 2`` where the command has it (``seed_flag``)."""
     key, sep, raw = text.partition("=")
     key, raw = key.strip(), raw.strip()
+    if sep and key in TOP_LEVEL_KEYS and raw:
+        if key != "seed":
+            how = f"edit {key} in the scenario file"
+        elif seed_flag:
+            how = f"use --seed {raw}"
+        else:
+            how = "edit seed in the scenario file (--seeds N runs seeds seed .. seed+N-1)"
+        raise argparse.ArgumentTypeError(f"{text!r}: {key} is a top-level scenario key, not a section's, "
+                                         f"and --set takes only dotted keys (section.key); {how}")
     if not sep or not key or "." not in key or not raw:
         raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE with a dotted scenario key, "
                                          "e.g. workload.load=0.8 or scheduler.policy=sjf")
@@ -136,6 +152,10 @@ def setting(text: str) -> tuple[str, Any]:
     except tomllib.TOMLDecodeError:
         value = raw
     return key, value
+
+
+def _setting_without_seed_flag(text: str) -> tuple[str, Any]:
+    return setting(text, seed_flag=False)
 
 
 def settings_of(args: argparse.Namespace) -> dict[str, Any]:

@@ -16,7 +16,9 @@ from simsched.policies.registry import (
     SCHEDULERS,
     build_scheduler,
     effective_allocation,
+    policy_file_without_class,
     policy_names,
 )
 
-__all__ = ["ALLOCATIONS", "SCHEDULERS", "build_scheduler", "effective_allocation", "policy_names"]
+__all__ = ["ALLOCATIONS", "SCHEDULERS", "build_scheduler", "effective_allocation", "policy_file_without_class",
+           "policy_names"]

@@ -104,11 +104,21 @@ def _beside(typed: str, path: Path, prefix: str) -> str:
 
 def policy_ref(typed: str, scenario: str | os.PathLike) -> str:
     """``file.py:Class`` as the scenario's policy: kept as typed when the file is next to the
-    scenario (or nowhere: the loader says so), made absolute when it is found from the working
-    directory instead. A built-in name (no ``.py:``) is returned as is."""
+    scenario, made absolute when it is found from the working directory instead; a file in
+    neither folder is an :class:`InputError` naming both. A built-in name (no ``.py:``) is
+    returned as is; so is a path to something that is not a regular file (the loader says so)."""
     where, sep, cls = typed.rpartition(":")
     if not sep or not where.endswith(".py") or Path(where).is_absolute():
         return typed
-    if (Path(scenario).resolve().parent / where).is_file() or not Path(where).is_file():
+    beside = Path(scenario).resolve().parent / where
+    if beside.is_file() or beside.exists():
         return typed
-    return f"{Path(where).resolve()}:{cls}"
+    if Path(where).is_file():
+        return f"{Path(where).resolve()}:{cls}"
+    if Path(where).exists():
+        return typed
+    from_cwd = Path.cwd() / where
+    looked = (f"next to the scenario and in the working directory ({beside})" if from_cwd == beside else
+              f"next to the scenario ({beside}) and in the working directory ({from_cwd})")
+    raise InputError(f"{typed}: policy file {where} not found: looked {looked}"
+                     f"{_beside(where, beside, os.path.dirname(where)) or _beside(where, from_cwd, os.path.dirname(where))}")

@@ -39,7 +39,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from simsched.config.catalog import policy_names
+from simsched.config.catalog import policy_file_without_class, policy_names
 from simsched.config.keys import (
     ALLOCATIONS,
     BACKFILL_MODES,
@@ -592,6 +592,8 @@ def _backfill_mode(p: Params) -> str:
 def _scheduler(p: Params, cluster_count: int) -> SchedulerSpec:
     p = DeclaredParams.of(p)
     policy = p.get("policy")
+    if policy_file_without_class(policy):
+        raise p.error("policy", policy_file_without_class(policy))
     if ":" not in policy and policy not in policy_names():
         raise p.error("policy", f"unknown policy {policy!r}{did_you_mean(policy, policy_names())}; "
                       f"valid: {', '.join(policy_names())}, "

@@ -8,10 +8,26 @@ exits with code 2. Anything else that escapes is an internal error (code 1).
 from __future__ import annotations
 
 import unicodedata
+import warnings
 
 
 class SimschedError(Exception):
     """Base class of every error simsched raises on purpose."""
+
+
+class SimschedWarning(UserWarning):
+    """A run's warning (infeasible jobs, jobs a policy left unfinished, ...) raised through
+    :func:`warnings.warn` by the Python API (``simsched.run``, ``compare``, ``run_experiment``),
+    so a notebook shows it and ``-W error::simsched.core.errors.SimschedWarning`` (or
+    ``warnings.simplefilter("error", SimschedWarning)``) makes it an exception. The command line
+    prints the same text itself and does not warn. The texts stay in the results too
+    (``summary["warnings"]``)."""
+
+
+def warn(message: str, stacklevel: int = 1) -> None:
+    """Warn ``message`` as a :class:`SimschedWarning`, attributed to the frame ``stacklevel`` above
+    the caller of this function (1: the caller's caller, the user's line for an API function)."""
+    warnings.warn(message, SimschedWarning, stacklevel=stacklevel + 2)
 
 
 class InputError(SimschedError):

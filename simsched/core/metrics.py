@@ -60,7 +60,7 @@ STARVATION_METRICS: tuple[tuple[str, str, bool, str], ...] = (
     ("avg_wait_1gpu", "Avg wait, 1-GPU jobs (s)", False, "{:,.2f}"),
     ("avg_wait_2_8gpu", "Avg wait, 2-8-GPU jobs (s)", False, "{:,.2f}"),
     ("avg_wait_over_8gpu", "Avg wait, >8-GPU jobs (s)", False, "{:,.2f}"),
-    ("large_late_share", "Share of >8-GPU GPU-hours that waited >24 h", False, "{:.3f}"),
+    ("large_late_share", "Share of >8-GPU GPU-h waiting >24 h", False, "{:.3f}"),
 )
 FAIRNESS_METRICS: tuple[tuple[str, str, bool, str], ...] = (
     ("jain_slowdown", "Jain's index of tenants' mean slowdown", True, "{:.3f}"),

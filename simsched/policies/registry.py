@@ -116,6 +116,15 @@ def policy_names() -> list[str]:
     return sorted(SCHEDULERS)
 
 
+def policy_file_without_class(name: str) -> str | None:
+    """What is wrong with a policy given as ``alice.py``, a file without its ``:ClassName`` (None for
+    anything else): it is not an unknown built-in, it lacks the class to run."""
+    if ":" in name or not name.endswith(".py"):
+        return None
+    return (f"{name!r} is a policy file without its class: give it as '{name}:ClassName', naming the class "
+            "in that file to run (e.g. my_policy.py:MyPolicy)")
+
+
 def effective_allocation(spec: Any) -> str:
     """The allocation a ``[scheduler]`` table really uses: ``mct-*`` and ``mct-gp`` imply MCT,
     ``evo-gp`` the EA; a user policy decides for itself ("custom")."""

@@ -217,7 +217,9 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
     if where.endswith(".py"):
         path = _policy_path(ref, base_dir)
         if not path.is_file():
-            raise InputError(f"{file}: scheduler.policy: policy file {path} {missing_or_irregular(path)}")
+            raise InputError(f"{file}: scheduler.policy: policy file {path} {missing_or_irregular(path)}"
+                             + ("" if Path(where).is_absolute() or path.exists() else
+                                " (a policy in a scenario file is looked for next to the scenario)"))
         note_read(path, "policy file")
         module_name = f"simsched_user_{path.stem}_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(module_name, path)

@@ -7,7 +7,13 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 
 from simsched.core.engine import Progress as Snapshot
-from simsched.core.metrics import FAIRNESS_METRICS, MEAN_METRICS, SUMMARY_METRICS
+from simsched.core.metrics import (
+    FAIRNESS_METRICS,
+    MEAN_METRICS,
+    STARVATION_METRICS,
+    SUMMARY_METRICS,
+    flat_metrics,
+)
 
 
 def wide_console(tables: list | tuple = (), *, stderr: bool = False, minimum: int = 100) -> Console:
@@ -80,11 +86,9 @@ def metric_table(summary: dict, title: str = "Results") -> Table:
     starved = summary.get("starvation")
     if starved:  # who waits: the tail and the large jobs (docs/outputs.md, summary.json "starvation")
         pad = [""] * len(clusters) if show_clusters else []
-        table.add_row("p99 wait (s)", _format("{:,.2f}", starved.get("p99_wait")), *pad)
-        for label, block in starved.get("wait_by_size", {}).items():
-            table.add_row(f"Avg wait, {label} GPU jobs (s)", _format("{:,.2f}", block.get("mean_wait")), *pad)
-        table.add_row("GPU-h of >8-GPU jobs waiting >24 h", _format("{:.3f}", starved.get("large_gpu_hours_late_share")),
-                      *pad)
+        flat = flat_metrics(summary)  # the labels compare and experiment show (simsched.core.metrics)
+        for key, label, _, fmt in STARVATION_METRICS:
+            table.add_row(label, _format(fmt, flat.get(key)), *pad)
     if summary.get("tenants"):  # fairness between tenants (docs/engine.md "Tenant fairness")
         pad = [""] * len(clusters) if show_clusters else []
         for key, label, _, fmt in FAIRNESS_METRICS:

@@ -1,4 +1,5 @@
-"""``python -m simsched compare``: several schedulers over several seeds and instances (SPEC §7).
+"""``python -m simsched compare``: several schedulers over several seeds and instances, on the metrics of
+[docs/engine.md "Metrics"](../engine.md#metrics-spec-7) (results: [docs/comparison.md](../comparison.md)).
 
 A *case* is one (instance, seed). The instances are the scenario file itself
 plus every file listed in its ``[compare] instances``; each instance runs with
@@ -24,7 +25,7 @@ a parallel run equals a serial one. :func:`run_compare` returns data frames;
 their rendering (compare.md, the console's tables) is the report layer,
 :mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
 
-Interruptions (SPEC §8): an interrupted simulation never becomes a row (its
+Interruptions ([docs/engine.md "Reliability guarantees"](../engine.md#reliability-guarantees-spec-8)): an interrupted simulation never becomes a row (its
 task raises instead). With an output folder, every finished run is appended
 to ``compare_runs.partial.jsonl`` as it finishes; an interrupt leaves
 ``compare_runs.csv`` with the finished runs, no ranked tables, and a
@@ -50,7 +51,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.config import keys as scenario_keys
-from simsched.config.catalog import build_scheduler, policy_names
+from simsched.config.catalog import build_scheduler, policy_file_without_class, policy_names
 from simsched.config.keys import DeclaredParams
 from simsched.config.overrides import apply_overrides
 from simsched.config.resolve import policy_ref as resolve_policy_ref
@@ -344,6 +345,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
 def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, Any]]) -> None:
     valid = policy_names()
     for name in names:
+        if policy_file_without_class(name) and "policy" not in options.get(name, {}):
+            raise InputError(f"{path}: compare: {policy_file_without_class(name)}")
         if ":" not in name and name not in valid and "policy" not in options.get(name, {}):
             raise InputError(f"{path}: compare: unknown scheduler {name!r}{did_you_mean(name, valid)}; "
                              f"valid: {', '.join(valid)}, "

@@ -10,7 +10,7 @@
 What they look like -- their HTML views (``_repr_html_``) and figures (``plot``), drawn by the same
 functions as ``simsched plot`` -- is the presentation layer's (:mod:`simsched.present.notebook`),
 reached through :mod:`simsched.runs.display`, so this module imports neither matplotlib nor rich.
-Each ``plot`` returns a matplotlib ``Figure``. docs/notebook.md describes it all.
+Each ``plot`` returns a matplotlib ``Figure``. [docs/notebook.md](../notebook.md) describes it all.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from typing import Any
 import pandas as pd
 
 from simsched.core import arguments
-from simsched.core.errors import InputError
+from simsched.core.errors import InputError, warn
 from simsched.core.extras import install_hint
 from simsched.core.outputs import read_csv_checked, require_format
 from simsched.runs import display
-from simsched.runs.compare import METRIC_KEYS, compare_spec, run_compare
+from simsched.runs.compare import METRIC_KEYS, compare_spec, run_compare, warnings_of
 from simsched.runs.experiment.runner import run_experiment as run_spec
 from simsched.runs.experiment.spec import load_spec
 from simsched.runs.experiment.stats import compute
-from simsched.runs.experiment.store import read_jobs, read_planned
+from simsched.runs.experiment.store import read_jobs, read_planned, stale_notice
 from simsched.runs.single import RunResult, scenario_of
 
 CONFIDENCE = 0.95
@@ -181,6 +181,9 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
     processes (default: the CPU count; 1 runs in this process). ``out``: also write the files of
     ``compare --out`` there (the per-job tables of ``keep_jobs`` in ``format``: csv or parquet).
     ``keep_going``/``decide_timeout``: as the command's flags.
+
+    What the command prints before its tables (the runs' warnings, the schedulers that left jobs
+    unfinished) is issued with :func:`warnings.warn` as a :class:`~simsched.core.errors.SimschedWarning`.
     """
     # every argument is checked here, with the CLI's one-line errors (simsched.core.arguments)
     caller = "simsched.compare"
@@ -212,6 +215,8 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
                          decide_timeout=decide_timeout)
     if out is not None:
         result.write(out, format=format)
+    for text in warnings_of(result):  # the CLI prints them; the API warns (SimschedWarning)
+        warn(text)
     return Comparison(result)
 
 
@@ -292,7 +297,8 @@ def run_experiment(spec: str | Path, out: str | Path, *, preset: str | None = No
                    resume: bool = False, format: str = "csv") -> ExperimentResult:
     """Run an experiment spec into the store folder ``out`` (as ``simsched experiment SPEC --out OUT``:
     results.csv and the statistics tables) and return its :class:`ExperimentResult`; ``format`` is
-    that of the per-job tables the spec records (csv or parquet)."""
+    that of the per-job tables the spec records (csv or parquet). The notices the command prints
+    on stderr are issued with :func:`warnings.warn` as a :class:`~simsched.core.errors.SimschedWarning`."""
     caller = "simsched.run_experiment"
     spec = arguments.path(spec, "spec", caller)
     out = arguments.path(out, "out", caller)
@@ -302,7 +308,12 @@ def run_experiment(spec: str | Path, out: str | Path, *, preset: str | None = No
     resume = arguments.flag(resume, "resume", caller)
     require_format(format, f"{caller}(format=...)")
     loaded = load_spec(spec, preset)
-    run = run_spec(loaded, out, workers=workers, resume=resume, jobs_format=format)
+    notices: list[str] = []
+    run = run_spec(loaded, out, workers=workers, resume=resume, jobs_format=format, notify=notices.append)
+    if run.stale:
+        notices.append(stale_notice(out, run.stale))
+    for text in notices:  # the CLI prints them on stderr; the API warns (SimschedWarning)
+        warn(text)
     jobs = read_jobs(out, run.results, loaded.sweep_keys) if "jobs" in loaded.record else None
     stats = compute(run.results, loaded, run.decisions, jobs)
     title = loaded.name + (f" (preset {loaded.preset})" if loaded.preset else "")

@@ -1,4 +1,6 @@
-"""The Python API: ``simsched.run(scenario) -> RunResult`` (SPEC §7)."""
+"""The Python API: ``simsched.run(scenario) -> RunResult``. The metrics of its summary are defined in
+[docs/engine.md "Metrics"](../engine.md#metrics-spec-7), its tables in [docs/outputs.md](../outputs.md)
+(the links are relative to the API pages of the docs site)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from simsched.config.scenario import Scenario, load_scenario
 from simsched.core import arguments, atomic, interrupts, limits, outputs
 from simsched.core.contract import Scheduler
 from simsched.core.engine import Engine, EngineConfig, FleetState, Progress
-from simsched.core.errors import DecisionError, InputError
+from simsched.core.errors import DecisionError, InputError, warn
 from simsched.core.eventlog import EventLog
 from simsched.core.fairness import QuotaBook
 from simsched.core.feasibility import InfeasibleReport, infeasible_report
@@ -51,7 +53,7 @@ RUN_FILES = ("jobs.csv", "events.csv", "nodes.csv", "spells.csv", "timeline.csv"
 
 class RunResult:
     """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
-    nodes, and the run spells and timeline derived from the event log (columns: docs/outputs.md).
+    nodes, and the run spells and timeline derived from the event log (columns: [docs/outputs.md](../outputs.md)).
 
     The events table, the spells, the timeline and jobs' ``nodes``/``runs`` columns are derived on
     first use (the events from the engine's compact :class:`~simsched.core.eventlog.EventLog`), so a
@@ -149,7 +151,7 @@ class RunResult:
     @classmethod
     def load(cls, out_dir: str | Path) -> RunResult:
         """The result a run wrote into ``out_dir`` (CSV or Parquet tables and summary.json), read
-        back with the documented column types (docs/outputs.md); ``simsched.load_run``."""
+        back with the documented column types ([docs/outputs.md](../outputs.md)); ``simsched.load_run``."""
         tables = outputs.read_run_tables(out_dir)
         summary = outputs.read_json_object(Path(out_dir) / "summary.json", "a run's summary.json")
         result = RunResult(tables["jobs"], tables["events"], summary, tables["nodes"])
@@ -161,7 +163,7 @@ class RunResult:
     def write(self, out_dir: str | Path, format: str = "csv") -> Path:  # the files: RUN_FILES
         """Write jobs, events, nodes, spells and timeline (``.csv``, or ``.parquet`` with
         ``format="parquet"``, which needs pyarrow) and summary.json into ``out_dir`` (columns:
-        docs/outputs.md), each atomically; a table of the other format left by an earlier run
+        [docs/outputs.md](../outputs.md)), each atomically; a table of the other format left by an earlier run
         is removed, so the folder holds one copy of each table.
 
         A ``PARTIAL`` marker stands in the folder while it is written and stays
@@ -256,6 +258,11 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
     into it), ``run_timeout`` (seconds for the run) and ``run_memory`` (bytes, or a size such as
     ``"2G"``; default a fair share of the machine); a failure of any kind is one
     :class:`~simsched.runs.isolated.RunFailed` line. The result equals an in-process run's.
+
+    The run's warnings (jobs no node can hold, jobs the policy left unfinished, ...; kept in
+    ``summary["warnings"]``) are also issued with :func:`warnings.warn` as a
+    :class:`~simsched.core.errors.SimschedWarning`, so a notebook shows them and a warnings
+    filter can make them errors.
     """
     # every argument is checked here, with the CLI's one-line errors (simsched.core.arguments)
     jobs = arguments.optional_whole(jobs, "jobs", "simsched.run")
@@ -282,12 +289,16 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
             return simulation(scenario, seed=seed, jobs=limit, scheduler=made).run(send)
 
         who = f"{user_code_label(scenario, scheduler)} (seed {scenario.seed if seed is None else seed})"
-        return run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
-                           file=user_code_file(scenario, scheduler))
-    if isinstance(scheduler, type):
-        scheduler = scheduler()
-        check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
-    return simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+        result = run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
+                             file=user_code_file(scenario, scheduler))
+    else:
+        if isinstance(scheduler, type):
+            scheduler = scheduler()
+            check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
+        result = simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+    for text in result.summary.get("warnings", ()):  # the CLI prints them; the API warns (SimschedWarning)
+        warn(text)
+    return result
 
 
 def check_scheduler_argument(scheduler: object, caller: str) -> None:
