@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import configparser
 import io
-import re
 import warnings
 from pathlib import Path
 
@@ -128,13 +127,6 @@ def _setup_cfg():
     cfg = configparser.ConfigParser()
     cfg.read(REPO / "setup.cfg")
     return cfg
-
-
-def test_site_url_is_the_documentation_project_url_and_has_a_sub_path():
-    site_url = re.search(r"^site_url: (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M).group(1)
-    assert site_url.endswith("/") and site_url.split("://", 1)[1].count("/") >= 2  # host/sub-path/
-    urls = dict(line.split(" = ", 1) for line in _setup_cfg()["metadata"]["project_urls"].strip().splitlines())
-    assert urls["Documentation"] == site_url and "Source" in urls
 
 
 def test_the_package_ships_py_typed_and_has_classifiers():
