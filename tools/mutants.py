@@ -90,7 +90,7 @@ MUTANTS: dict[str, tuple[tuple[str, str, str], ...]] = {
          "staged.add(job.tenant, job.running_cluster, job.gpu_type_used, -job.run_share * job.workers)",
          "staged.add(job.tenant, job.running_cluster, job.gpu_type_used, job.run_share * job.workers)"),
         ("victims of tenants within quota",
-         "if not trial_staged.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):",
+         "if not scratch.borrowing(victim.tenant, victim.running_cluster, victim.gpu_type_used):",
          "if False:"),
         ("reclaim when it fits already", "return None  # it fits without anyone's GPUs: the borrowing pass will start it",
          "pass"),
