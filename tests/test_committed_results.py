@@ -19,7 +19,9 @@ STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "fu
           ("fig4.toml", "medium", "fig4-medium-arrival"),
           ("learned_test.toml", "medium", "learned-test-medium"),
           ("fig5.toml", "medium", "fig5-medium"),
-          ("fig11b.toml", "medium", "fig11b-medium")]
+          ("fig11b.toml", "medium", "fig11b-medium"),
+          ("fig4.toml", "full", "fig4-full"),
+          ("fig4.toml", "contended-medium", "fig4-contended-medium")]
 
 
 @pytest.mark.parametrize("spec_name, preset, folder", STORES)
