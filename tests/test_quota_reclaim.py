@@ -85,6 +85,28 @@ def test_no_reclaim_takes_a_tenant_below_its_quota(tmp_path):
         (1002, "finish", "c1", ""), (1201, "finish", "a1", "")]
 
 
+def test_a_reclaim_across_nodes_keeps_the_victims_off_the_nodes_it_takes(tmp_path):
+    """Three 4-GPU nodes, quotas a 1, b 8, c 2. c1, c2 (c, 2 GPUs each) fill node 0, c borrowing 2;
+    a3..a6 (a, 2 GPUs each) fill nodes 1 and 2, a borrowing 7. b1 (b, 8 GPUs: two workers of 4, wider
+    than a node) reclaims at 10, so the search goes across nodes (docs/scenarios.md "Reclaim"): node
+    0 first (ties by index) gives back c2, but c1 may not follow (c would drop to its quota) and node 0
+    stays 2 GPUs short; nodes 1 and 2 then give back a's four jobs and b1 takes them, an exact fit. c2
+    is on neither node b1 takes, so it is kept running: only a's jobs are preempted."""
+    clusters = ('[[cluster]]\nname = "c0"\nnodes = [{ count = 3, gpus = 4, gpu_type = "V100" }]\n'
+                + "".join(f'[[cluster.tenant]]\nname = "{n}"\ngpus = {q}\n' for n, q in (("a", 1), ("b", 8), ("c", 2))))
+    jobs = ["c1,0,1000,2,c", "c2,0,1000,2,c", "a3,0,1000,2,a", "a4,0,1000,2,a", "a5,0,1000,2,a", "a6,0,1000,2,a",
+            "b1,10,100,8,b"]
+    assert _borrow_preempt(tmp_path, clusters, jobs) == [
+        (0, "start", "c1", "0"), (0, "start", "c2", "0"), (0, "start", "a3", "1"), (0, "start", "a4", "1"),
+        (0, "start", "a5", "2"), (0, "start", "a6", "2"),
+        (10, "preempt", "a4", ""), (10, "preempt", "a3", ""), (10, "preempt", "a6", ""), (10, "preempt", "a5", ""),
+        (10, "start", "b1", "1 2"),
+        (110, "finish", "b1", ""), (110, "start", "a3", "1"), (110, "start", "a4", "1"), (110, "start", "a5", "2"),
+        (110, "start", "a6", "2"),
+        (1000, "finish", "c1", ""), (1000, "finish", "c2", ""),
+        (1100, "finish", "a3", ""), (1100, "finish", "a4", ""), (1100, "finish", "a5", ""), (1100, "finish", "a6", "")]
+
+
 # -- every reclaim of random runs against the rules -------------------------------------------------
 FLEET = Fleet((ClusterSpec("c0", (NodeGroup(3, 4, "V100"),),
                            tenants=(TenantQuota("a", 4.0), TenantQuota("b", 4.0), TenantQuota("c", 4.0))),),
