@@ -77,6 +77,19 @@ def install(watchdog: bool = False) -> None:
         signal.signal(signum, _handler)
 
 
+def install_in_child() -> None:
+    """:func:`install` in a process forked from one that had installed it (no watchdog).
+
+    The fork happens inside :func:`held`, so a signal that reached the child before this
+    line was only recorded; it is raised here instead of being forgotten.
+    """
+    pending = _state["held"]
+    install()
+    if pending is not None:
+        _state["received"] = pending
+        raise Interrupted(pending)
+
+
 def received() -> int | None:
     """The last signal received since :func:`install`, or None."""
     return _state["received"]

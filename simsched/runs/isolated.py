@@ -162,21 +162,25 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
     the parent can name the line a call was stopped at."""
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
-    interrupts.install()  # SIGTERM from the parent: stop at the next event, partial result
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent, whatever kills it
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
     lock = threading.Lock()  # the parent's streams (a live display's proxy ...) are not touched here
-    sys.stdout, sys.stderr = _Forward(conn, "stdout", lock), _Forward(conn, "stderr", lock)
-    if memory is not None:
-        limit = _virtual_size() + memory
+    try:  # set-up too: a SIGTERM from the parent during it is a (quiet) interrupted run, not a traceback
+        interrupts.install_in_child()  # SIGTERM from the parent: stop at the next event, partial result
         try:
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        except (ValueError, OSError):  # pragma: no cover - a hard limit below it already
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent, whatever kills it
+        except (OSError, AttributeError):  # pragma: no cover - not Linux
             pass
-    watch.attach(board)
+        sys.stdout, sys.stderr = _Forward(conn, "stdout", lock), _Forward(conn, "stderr", lock)
+        if memory is not None:
+            limit = _virtual_size() + memory
+            try:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            except (ValueError, OSError):  # pragma: no cover - a hard limit below it already
+                pass
+        watch.attach(board)
+    except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
+        _send_last(conn, lock, ("error", _portable(exc)))
+
     def send(message: tuple) -> None:  # one message at a time on the pipe, the policy's threads' prints too
         with lock:
             conn.send(message)
@@ -187,12 +191,26 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
         message = ("ok", target(*args))
     except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
         message = ("error", _portable(exc))
+    _send_last(conn, lock, message)
+
+
+def _send_last(conn: Any, lock: threading.Lock, message: tuple) -> None:
+    """The child's last message, then its end (no atexit handlers of the parent's)."""
     try:
-        send(message)
+        with lock:
+            conn.send(message)
     except Exception as exc:  # noqa: BLE001 - a result that does not pickle
-        send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
-    conn.close()
-    os._exit(0)  # no atexit handlers of the parent's
+        try:
+            with lock:
+                conn.send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
+        except Exception:  # noqa: BLE001 - the pipe is gone: the parent reads the exit code
+            pass
+    except BaseException:  # noqa: BLE001 - a second signal while sending: the parent reads the exit code
+        pass
+    try:
+        conn.close()
+    finally:
+        os._exit(0)
 
 
 def _signal_name(number: int) -> str:
@@ -257,19 +275,19 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     stacks = tempfile.TemporaryFile()
     child = context.Process(target=_child, args=(sender, board, target, args, memory, progress is not None,
                                                  stacks), daemon=True)
-    with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with interrupts.held():  # a signal during the fork is raised after it, here
-            gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
-            try:
-                child.start()
-            finally:
-                gc.unfreeze()
-    sender.close()
-    started = time.monotonic()
-    seen, since = -1.0, started
     prefix = f"{file}: " if file else ""
-    try:
+    try:  # the start too: an interrupt raised as the fork ends still kills the child (finally)
+        with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
+            warnings.simplefilter("ignore", DeprecationWarning)
+            with interrupts.held():  # a signal during the fork is raised after it, here
+                gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
+                try:
+                    child.start()
+                finally:
+                    gc.unfreeze()
+        sender.close()
+        started = time.monotonic()
+        seen, since = -1.0, started
         while True:
             ready = wait([receiver, child.sentinel], timeout=TICK_S)
             if receiver in ready:
@@ -327,6 +345,7 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
         raise
     finally:
         _kill(child)
+        sender.close()
         receiver.close()
         stacks.close()
     child.join()
