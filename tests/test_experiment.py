@@ -519,3 +519,39 @@ def test_fig7_8_learned_functions_match_their_w() -> None:
         assert meta["scenario_sha256"] == scenario.digest and meta["objective"] == f"Eq. 16, w = {point_text(w)}"
         assert meta["config"]["instances"] == "sizes" and meta["config"]["alpha"] == 1
         assert task.resolved.objective.w == w
+
+
+def test_equal_streams_tie_exactly_and_their_spread_is_tabled(tmp_path: Path) -> None:
+    """15 EA streams that all give 0.7750292349667665 average to that value exactly (a float mean of
+    them is ...662, which broke the tie with a deterministic scheduler's single run); the spread table
+    ranks each stream alone against the others' averages."""
+    spec = load_spec(_spec_dir(tmp_path))
+    spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__slots__}, "sweep": (), "metric": "objective",
+                         "headline": "evo"})
+    v = 0.7750292349667665
+    assert float(np.mean([v] * 15)) != v  # the trap
+    rows = [{"run_id": f"e{s}", "scenario": "s", "instance": "i0", "scheduler": "evo", "seed": 0, "ea_stream": s,
+             "scenario_hash": "h", "wall_s": 1.0, "objective": v} for s in range(15)]
+    # a second scheduler whose streams differ: 0.5, 1.0, 2.0 (mean 7/6)
+    rows += [{"run_id": f"m{s}", "scenario": "s", "instance": "i0", "scheduler": "mig", "seed": 0, "ea_stream": s,
+              "scenario_hash": "h", "wall_s": 1.0, "objective": x} for s, x in enumerate([0.5, 1.0, 2.0])]
+    rows += [{"run_id": "f", "scenario": "s", "instance": "i0", "scheduler": "fifo", "seed": 0, "ea_stream": math.nan,
+              "scenario_hash": "h", "wall_s": 1.0, "objective": v}]
+    out = compute(pd.DataFrame(rows), spec)
+    ranks = out.instance_ranks.set_index("scheduler")["rank"]
+    # evo and fifo tie at v (ranks 1 and 2 shared: 1.5); mig's mean 7/6 is last
+    assert ranks.to_dict() == {"evo": 1.5, "mig": 3.0, "fifo": 1.5}
+    spread = out.streams.set_index("scheduler")
+    assert spread.loc["evo", ["streams", "min", "max", "std"]].tolist() == [15, v, v, 0.0]
+    assert spread.loc["evo", ["best_rank", "worst_rank", "first_streams"]].tolist() == [1.5, 1.5, 15]
+    # mig's streams alone against evo (v) and fifo (v): 0.5 ranks 1; 1.0 and 2.0 rank 3
+    assert spread.loc["mig", ["best_rank", "worst_rank", "first_streams"]].tolist() == [1.0, 3.0, 1]
+    assert spread.loc["mig", "mean"] == pytest.approx(7 / 6)
+
+
+def test_no_stream_table_without_several_streams(tmp_path: Path) -> None:
+    spec = load_spec(_spec_dir(tmp_path))
+    spec = type(spec)(**{**{f: getattr(spec, f) for f in spec.__slots__}, "sweep": (), "metric": "objective",
+                         "headline": "fifo"})
+    out = compute(_fake_results({"fifo": [1.0, 2.0], "sjf": [2.0, 1.0]}), spec)
+    assert out.streams is None

@@ -26,11 +26,13 @@ LABELS = {key: label for key, label, _, _ in SUMMARY_METRICS + STARVATION_METRIC
 
 
 def write_tables(stats: ExperimentStats, spec: ExperimentSpec, folder: str | Path, title: str) -> list[Path]:
-    """summary.csv, instance_ranks.csv, tests.csv (+ by_priority.csv, decision_time.csv), report.md."""
+    """summary.csv, instance_ranks.csv, tests.csv (+ by_priority.csv, decision_time.csv, streams.csv),
+    report.md."""
     out = Path(folder)
     paths = []
     frames = {"summary.csv": stats.summary, "instance_ranks.csv": stats.instance_ranks, "tests.csv": stats.tests,
-              "by_priority.csv": stats.by_priority, "decision_time.csv": stats.decision_time}
+              "by_priority.csv": stats.by_priority, "decision_time.csv": stats.decision_time,
+              "streams.csv": stats.streams}
     for name, frame in frames.items():
         if frame is not None:
             atomic.write_with(out / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
@@ -155,6 +157,12 @@ def to_markdown(stats: ExperimentStats, spec: ExperimentSpec, title: str) -> str
         if rows:
             lines += [f"`{spec.headline}` against each baseline (paired over cases):", ""]
             lines += _markdown_table(header, rows) + [""]
+    if stats.streams is not None:
+        lines += ["## Spread over EA streams", "",
+                  f"Each stream of a scheduler run over several EA streams, ranked alone against the other "
+                  f"schedulers' stream averages (`streams.csv` per case); relative spread = standard deviation "
+                  f"over the streams / |mean| (cases with mean 0 left out).", ""]
+        lines += _markdown_table(*stream_rows(stats, spec)) + [""]
     if stats.by_priority is not None:
         lines += ["## Queue time by priority class (completed jobs, seconds)", ""]
         lines += _markdown_table(*priority_rows(stats, spec)) + [""]
@@ -162,6 +170,27 @@ def to_markdown(stats: ExperimentStats, spec: ExperimentSpec, title: str) -> str
         lines += ["## Decision time by queued jobs (wall seconds per decision)", ""]
         lines += _markdown_table(*decision_rows(stats)) + [""]
     return "\n".join(lines)
+
+
+def stream_rows(stats: ExperimentStats, spec: ExperimentSpec) -> tuple[list[str], list[list[str]]]:
+    """Per (point, scheduler): how far single EA streams stray from their average (summary of streams.csv)."""
+    keys = list(spec.sweep_keys)
+    header = keys + ["scheduler", "cases", "streams per case", "median relative spread", "largest", "rank depends on the stream",
+                     "every stream first", "some stream first"]
+    rows = []
+    for key, frame in stats.streams.groupby(keys + ["scheduler"], sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        nonzero = frame[frame["mean"] != 0]
+        relative = (nonzero["std"] / nonzero["mean"].abs()).dropna()
+        per_case = frame["streams"].unique()
+        rows.append([str(k) for k in key] + [
+            str(len(frame)), "–".join(str(int(n)) for n in sorted({int(per_case.min()), int(per_case.max())})),
+            _num(float(relative.median()), 2) if len(relative) else "–",
+            _num(float(relative.max()), 2) if len(relative) else "–",
+            f"{int((frame['best_rank'] != frame['worst_rank']).sum())} of {len(frame)}",
+            f"{int((frame['first_streams'] == frame['streams']).sum())} of {len(frame)}",
+            f"{int((frame['first_streams'] > 0).sum())} of {len(frame)}"])
+    return header, rows
 
 
 def priority_rows(stats: ExperimentStats, spec: ExperimentSpec) -> tuple[list[str], list[list[str]]]:

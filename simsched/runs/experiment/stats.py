@@ -18,6 +18,11 @@ Definitions (docs/experiment.md):
 - *Instance ranks* (the paper's Fig. 4): the metric averaged over seeds per
   instance, then ranked; ``first`` counts the instances where a scheduler
   ranks first (shared firsts count for each).
+- *Spread over EA streams* (only when a scheduler ran several streams per
+  case): per case, the streams' mean, standard deviation, minimum and
+  maximum of the metric, and the rank each single stream would take against
+  the other schedulers' stream-averaged values (``best_rank``, ``worst_rank``,
+  ``first_streams``: how many streams rank first, shared firsts included).
 - *Paired tests*: for the headline scheduler against each other one, over
   the common cases: wins / ties / losses, the mean difference (headline
   minus baseline), and the two-sided Wilcoxon signed-rank p-value on the
@@ -52,6 +57,7 @@ class ExperimentStats:
     tests: pd.DataFrame  # per (point, baseline): headline vs baseline, wins/ties/losses, Wilcoxon
     by_priority: pd.DataFrame | None = None  # per (point, scheduler, weight): job queue-time stats
     decision_time: pd.DataFrame | None = None  # per (scheduler, queued bin): decision seconds
+    streams: pd.DataFrame | None = None  # per (point, case, scheduler) run over several EA streams: spread
 
 
 def bootstrap_ci(values: np.ndarray, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
@@ -79,6 +85,15 @@ def collapse_streams(results: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFram
                      ("run_id", "ea_stream", "scenario_hash") and pd.api.types.is_numeric_dtype(results[c])]
     grouped = results.groupby(keys, sort=False, dropna=False)
     out = grouped[value_columns].mean().reset_index()
+    # streams that all give one value average to exactly that value: a float mean of k equal numbers
+    # can differ in the last bit (0.7750292349667665 x 15 -> ...662), which split ties with the
+    # deterministic schedulers' single runs in the instance ranks
+    first = grouped[value_columns].transform("first")
+    same = (results[value_columns].eq(first) | (results[value_columns].isna() & first.isna()))
+    uniform = same.groupby([results[k] for k in keys], sort=False, dropna=False).all().reset_index(drop=True)
+    firsts = grouped[value_columns].first().reset_index(drop=True)
+    for column in value_columns:
+        out[column] = out[column].where(~uniform[column], firsts[column])
     out["ea_streams"] = grouped.size().to_numpy()
     return out
 
@@ -131,7 +146,47 @@ def compute(results: pd.DataFrame, spec: ExperimentSpec, decisions: pd.DataFrame
     tests = paired_tests(cases, spec)
     by_priority = priority_table(jobs, spec) if jobs is not None and len(jobs) else None
     decision_time = decision_table(decisions) if decisions is not None and len(decisions) else None
-    return ExperimentStats(cases, summary, inst, tests, by_priority, decision_time)
+    streams = stream_spread(results, cases, spec)
+    return ExperimentStats(cases, summary, inst, tests, by_priority, decision_time, streams)
+
+
+def stream_spread(results: pd.DataFrame, cases: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame | None:
+    """How much one EA stream differs from the average of the streams (see the module docstring);
+    None when no scheduler ran more than one stream in a case."""
+    if "ea_stream" not in results.columns or results["ea_stream"].isna().all():
+        return None
+    metric = spec.metric
+    keys = _point_keys(spec) + list(CASE)
+    runs = results[keys + ["scheduler", metric] + ([UNFINISHED] if UNFINISHED in results.columns else [])]
+    counts = runs.groupby(keys + ["scheduler"], sort=False, dropna=False)[metric].transform("size")
+    several = runs[counts > 1]
+    if several.empty:
+        return None
+    columns = [metric] + ([UNFINISHED] if UNFINISHED in cases.columns else [])
+    # one ranking group per single run: that run against every other scheduler's stream average
+    pieces = []
+    for group, (index, run) in enumerate(several.iterrows()):
+        selector = np.ones(len(cases), dtype=bool)
+        for column in keys:
+            selector &= _equal(cases[column], run[column]).to_numpy()
+        others = cases.loc[selector & (cases["scheduler"] != run["scheduler"]).to_numpy(), columns].copy()
+        alone = pd.DataFrame([{c: run[c] for c in columns}])
+        frame = pd.concat([alone.assign(_own=True), others.assign(_own=False)])
+        frame["_group"] = group
+        frame["_run"] = index
+        pieces.append(frame)
+    everything = pd.concat(pieces, ignore_index=True)
+    everything["_rank"] = case_ranks(everything, ["_group"], metric, METRICS[metric])
+    best = everything.groupby("_group")["_rank"].min()
+    own = everything[everything["_own"]].set_index("_run")
+    ranked = several.assign(_rank=own["_rank"].reindex(several.index).to_numpy(),
+                            _first=(own["_rank"].to_numpy() == best.loc[own["_group"]].to_numpy()))
+    grouped = ranked.groupby(keys + ["scheduler"], sort=False, dropna=False)
+    out = grouped[metric].agg(streams="size", mean="mean", std="std", min="min", max="max").reset_index()
+    out["best_rank"] = grouped["_rank"].min().to_numpy()
+    out["worst_rank"] = grouped["_rank"].max().to_numpy()
+    out["first_streams"] = grouped["_first"].sum().astype(int).to_numpy()
+    return out
 
 
 def _equal(column: pd.Series, value: object) -> pd.Series:
