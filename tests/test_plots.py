@@ -475,3 +475,32 @@ def test_experiment_command_plots_and_report(tmp_path):
     page = _Page()
     page.feed((out / "report.html").read_text(encoding="utf-8"))
     assert page.svgs == 3 and page.references == []
+
+
+def test_objective_terms_figure_and_representative_instance():
+    """The paper's Fig. 6 panels: terms averaged over EA streams; the representative instance is the
+    median-objective one among instances where some job waits (hand-computed)."""
+    rows = []
+    # i0: nobody waits (excluded); i1, i2, i3 wait, mean objectives 11, 101, 1001 -> i2 is the median
+    for instance, cq_max in (("i0", 0.0), ("i1", 10.0), ("i2", 100.0), ("i3", 1000.0)):
+        for name, scale in (("a", 1.0), ("b", 1.0)):
+            for stream in (0, 1):
+                value = cq_max * scale + (stream if name == "a" and cq_max else 0)  # a's streams: +0, +1
+                rows.append({"run_id": f"{instance}{name}{stream}", "scenario": "s", "instance": instance,
+                             "scheduler": name, "seed": 1, "ea_stream": stream, "cq_avg": 1.0 if cq_max else 0.0,
+                             "cq_max": value, "utilization": 0.25,
+                             "objective": (1.0 if cq_max else 0.0) + value + 0.75})
+    results = pd.DataFrame(rows)
+    terms = experiment_plots.objective_terms(results)
+    a2 = terms[(terms["instance"] == "i2") & (terms["scheduler"] == "a")].iloc[0]
+    assert a2["cq_max"] == 100.5  # mean of the two streams 100 and 101
+    assert a2["cq_max_share"] == pytest.approx(100.5 / (1.0 + 100.5 + 0.75))
+    assert terms.loc[terms["instance"] == "i0", "cq_max_share"].tolist() == [0.0, 0.0]
+    assert experiment_plots.representative_instance(terms) == "i2"
+    figure = experiment_plots.objective_terms_figure(results)
+    panels = figure.axes
+    assert [ax.get_title() for ax in panels] == [label for _, label in experiment_plots.OBJECTIVE_TERMS]
+    assert [p.get_height() for p in panels[1].patches] == [100.5, 100.0]
+    assert "i2" in figure._suptitle.get_text()
+    data = {"results": results, "metric": "objective"}
+    assert "objective_terms" in experiment_plots.experiment_figures(data)

@@ -1,4 +1,5 @@
-"""Figures of an experiment folder (``python -m simsched experiment``): ranks, sweeps, decision time.
+"""Figures of an experiment folder (``python -m simsched experiment``): ranks, sweeps, decision time,
+and the EVO-GP objective's terms (the paper's Fig. 6) when the runs record them.
 
 Input contract (the experiment command's outputs):
 
@@ -143,12 +144,62 @@ def decision_time_figure(decisions: pd.DataFrame, bins: int = 12) -> Any:
     return fig
 
 
+#: the terms of Eq. 5 (w = 1, 1, 1): objective = C_q,avg + C_q,max + (1 - C_u)
+OBJECTIVE_TERMS = (("cq_avg", "C_q,avg (s)"), ("cq_max", "C_q,max (s)"), ("utilization", "C_u (GPU-time utilization)"),
+                   ("objective", "objective (Eq. 5)"))
+
+
+def objective_terms(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (instance, scheduler), averaged over seeds and EA streams: C_q,avg, C_q,max, C_u, the
+    objective, and ``cq_max_share`` = C_q,max / (C_q,avg + C_q,max + 1 - C_u) (NaN when all three are 0)."""
+    columns = [c for c, _ in OBJECTIVE_TERMS]
+    keys = [c for c in ("scenario", "instance", *sweep_keys(results)) if c in results.columns]
+    frame = results.groupby(keys + ["scheduler"], sort=False, dropna=False)[columns].mean().reset_index()
+    total = frame["cq_avg"] + frame["cq_max"] + (1.0 - frame["utilization"])
+    frame["cq_max_share"] = (frame["cq_max"] / total).where(total > 0)
+    return frame
+
+
+def representative_instance(terms: pd.DataFrame) -> str:
+    """The instance the paper's Fig. 6 is drawn for: among the instances where some job waits under
+    some scheduler, the one whose mean objective (over the schedulers) is the median (the lower of
+    the two middle ones); the median of all instances when no job waits anywhere."""
+    means = terms.groupby("instance", sort=False)["objective"].mean()
+    waiting = terms.groupby("instance", sort=False)["cq_max"].max() > 0
+    pool = means[waiting] if waiting.any() else means
+    ordered = pool.sort_values(kind="stable")
+    return str(ordered.index[(len(ordered) - 1) // 2])
+
+
+def objective_terms_figure(results: pd.DataFrame, instance: str | None = None) -> Any:
+    """Four bar panels, one per term of Eq. 5 and the objective, for one instance (the paper's
+    Fig. 6; :func:`representative_instance` by default)."""
+    terms = objective_terms(results)
+    instance = instance or representative_instance(terms)
+    rows = terms[terms["instance"] == instance]
+    names = list(dict.fromkeys(results["scheduler"]))
+    palette = dict(zip(names, colors(len(names))))
+    fig, axes = figure(rows=1, cols=4, width=13.0, height=3.8)
+    for ax, (column, label) in zip(axes[0], OBJECTIVE_TERMS):
+        values = [float(rows.loc[rows["scheduler"] == n, column].mean()) for n in names]
+        ax.bar(range(len(names)), values, color=[palette[n] for n in names])
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=40, ha="right", fontsize="x-small")
+        ax.set_title(label, fontsize="small")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"The objective's terms on {instance} (mean over seeds and EA streams)", fontsize="medium")
+    return fig
+
+
 def experiment_figures(data: dict[str, Any]) -> dict[str, Any]:
-    """Rank bars, one sweep figure per swept key, and decision time when decisions.csv is there."""
+    """Rank bars, one sweep figure per swept key, decision time when decisions.csv is there, and
+    the objective's terms when the experiment ranks by the objective (Eq. 5; the paper's stores)."""
     results, metric = data["results"], data["metric"]
     figures = {"ranks": rank_bar_figure(results, metric)}
     for key in data.get("sweep_keys", []):
         figures[f"sweep_{key.replace('.', '_')}"] = sweep_figure(results, key, metric)
+    if metric == "objective" and all(c in results.columns and results[c].notna().any() for c, _ in OBJECTIVE_TERMS):
+        figures["objective_terms"] = objective_terms_figure(results)
     if data.get("decisions") is not None and len(data["decisions"]):
         figures["decision_time"] = decision_time_figure(data["decisions"])
     return figures
