@@ -22,7 +22,10 @@ from simsched.runs.ranking import mark, note, with_n
 SIDE_METRICS = ("avg_jct", "avg_wait", "max_wait", "cq_avg", "cq_max", "utilization", "preemptions")
 #: shown beside them when the runs have them (not n/a everywhere): issue 21's tail, issue 20's fairness
 LATER_SIDE_METRICS = ("p99_wait", "avg_wait_over_8gpu", "jain_slowdown", "ftf_rho_max")
+#: shown when every run of the point has it (a store filled in part by tools/fill_added_later.py does not)
+COUNT_SIDE_METRICS = ("moves_per_job",)
 LABELS = {key: label for key, label, _, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS}
+LABELS["moves_per_job"] = "Moves per job"
 
 
 def write_tables(stats: ExperimentStats, spec: ExperimentSpec, folder: str | Path, title: str) -> list[Path]:
@@ -96,9 +99,10 @@ def side_rows(stats: ExperimentStats, spec: ExperimentSpec, point: str) -> tuple
     frame = dict(_by_point(stats.cases, spec))[point]
     present = [m for m in SIDE_METRICS if m in frame.columns and m != spec.metric]
     present += [m for m in LATER_SIDE_METRICS if m in frame.columns and m != spec.metric and frame[m].notna().any()]
+    present += [m for m in COUNT_SIDE_METRICS if m in frame.columns and frame[m].notna().all()]
     means = frame.groupby("scheduler", sort=False)[present].mean()
     header = ["scheduler"] + [LABELS.get(m, m) for m in present]
-    rows = [[name] + [_num(float(means.loc[name, m]), 3 if m in ("utilization", "jain_slowdown", "ftf_rho_max") else 1) for m in present]
+    rows = [[name] + [_num(float(means.loc[name, m]), 3 if m in ("utilization", "jain_slowdown", "ftf_rho_max") else 2 if m in COUNT_SIDE_METRICS else 1) for m in present]
             for name in spec.scheduler_names if name in means.index]
     return header, rows
 
