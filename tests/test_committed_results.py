@@ -21,7 +21,8 @@ STORES = [("fig4.toml", "medium-event", "fig4-medium-event"), ("fig9b.toml", "fu
           ("fig5.toml", "medium", "fig5-medium"),
           ("fig11b.toml", "medium", "fig11b-medium"),
           ("fig4.toml", "full", "fig4-full"),
-          ("fig4.toml", "contended-medium", "fig4-contended-medium")]
+          ("fig4.toml", "contended-medium", "fig4-contended-medium"),
+          ("fig7_8.toml", "medium", "fig7_8-medium")]
 
 
 @pytest.mark.parametrize("spec_name, preset, folder", STORES)
