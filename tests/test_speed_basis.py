@@ -9,6 +9,7 @@ import math
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +18,16 @@ import simsched
 from simsched.cli.main import main
 from simsched.config.scenario import load_scenario
 from simsched.core.errors import InputError
-from simsched.core.model import builtin_gpu_types, model_speed_table, speed_factor, type_speed
+from simsched.core.model import (
+    ClusterSpec,
+    Fleet,
+    NodeGroup,
+    builtin_gpu_types,
+    model_speed_table,
+    speed_factor,
+    type_speed,
+)
+from simsched.workloads.registry import GENERATORS, Params
 from tests.helpers import write_scenario
 
 REPO = Path(__file__).resolve().parents[1]
@@ -189,3 +199,41 @@ def test_per_model_speed_factors_compose(model, a, b, c):
 def test_an_unknown_model_on_a_job_spec_is_an_input_error():
     with pytest.raises(InputError, match="not in the model table"):
         type_speed(builtin_gpu_types()["V100"], "resnet51")
+
+
+# -- the gavel generator (Gavel's continuous-single job mix) ------------------------------------------
+
+GAVEL_FLEET = Fleet((ClusterSpec("gavel", (NodeGroup(9, 4, "V100"), NodeGroup(9, 4, "P100"),
+                                           NodeGroup(9, 4, "K80"))),), builtin_gpu_types())
+
+
+def _gavel(options: dict, seed: int = 0):
+    return GENERATORS["gavel"](Params(options, "workload"), np.random.default_rng(seed), GAVEL_FLEET)
+
+
+def test_gavel_jobs_follow_gavels_generator():
+    table = _gavel({"jobs": 4000, "jobs_per_hour": 6.0})
+    assert len(table) == 4000 and (table["gpus"] == 1).all() and (table["gpu_type"] == "V100").all()
+    # run times: 10^U(1.5, 3) minutes with probability 0.8, else 10^U(3, 4)
+    minutes = table["duration"] / 60
+    assert minutes.min() >= 10**1.5 - 1e-3 and minutes.max() <= 10**4 + 1e-3
+    long_share = float((minutes > 1000).mean())
+    assert 0.17 < long_share < 0.23
+    # models in proportion to Gavel's 26 templates (ResNet-50 has 4 of them, A3C 1)
+    shares = table["model"].value_counts(normalize=True)
+    assert shares["resnet50"] == pytest.approx(4 / 26, abs=0.02) and shares["a3c"] == pytest.approx(1 / 26, abs=0.01)
+    assert (table["tenant"] == table["model"]).all()
+    # Poisson arrivals at 6 an hour: the mean gap is 600 s
+    gaps = np.diff(table["submit"].to_numpy())
+    assert gaps.mean() == pytest.approx(600, rel=0.06) and table["submit"].iloc[0] == 0
+
+
+def test_gavel_is_seeded_and_its_options_are_checked():
+    assert _gavel({"jobs": 50}, seed=4).equals(_gavel({"jobs": 50}, seed=4))
+    assert not _gavel({"jobs": 50}, seed=4).equals(_gavel({"jobs": 50}, seed=5))
+    assert (_gavel({"jobs": 20, "tenants": "job"})["tenant"] == _gavel({"jobs": 20})["job_id"]).all()
+    assert _gavel({"jobs": 20, "tenants": "none"})["tenant"].isna().all()
+    with pytest.raises(InputError, match="load.*either"):
+        _gavel({"load": 0.5, "jobs_per_hour": 3.0})
+    with pytest.raises(InputError, match="tenants"):
+        _gavel({"tenants": "user"})
