@@ -55,11 +55,11 @@ from simsched.core import limits
 from simsched.core.errors import InputError, did_you_mean
 from simsched.core.inputs import missing_or_irregular, note_read
 from simsched.core.model import (
+    DEFAULT_SPEED_BASIS,
     ClusterSpec,
     GpuType,
     NodeGroup,
     TenantQuota,
-    DEFAULT_SPEED_BASIS,
     builtin_gpu_types,
     keep_nodes_per_type,
     model_names,
