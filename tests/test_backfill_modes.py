@@ -63,9 +63,10 @@ def test_a_reservation_is_for_a_gpu_type_and_its_nodes(tmp_path: Path) -> None:
     its whole run, fastest type first at each time: at 50 the V100 is still a's, the P100 is free
     for b's 10 / 0.592 = 16.89 s, so b is reserved on the P100 at 50 and starts there then.
     c (40 s of V100 work) would need the P100 from 66.89 to 134.46 or the V100 from 100 to 140:
-    it starts on the P100 when b ends."""
+    it starts on the P100 when b ends. (Hand-computed on the FP32 datasheet speeds: speed_basis = "fp32".)"""
     jobs = ["a,0,100,2,,,,,V100", "k,0,50,2,,,,,P100", "b,1,10,2,,,,,V100", "c,2,40,2,,,,,V100"]
-    path = _scenario(tmp_path, '"easy"', jobs=jobs, clusters=TWO_TYPES, extra="heterogeneous = true")
+    path = write_scenario(tmp_path, clusters=TWO_TYPES, jobs=jobs, extra='speed_basis = "fp32"',
+                          scheduler='policy = "fifo"\nplacement = "best_fit"\nbackfill = "easy"\nheterogeneous = true')
     result = simsched.run(path)
     rows = {r.job_id: (r.start, r.end, r.gpu_type) for r in result.jobs.itertuples()}
     assert rows["a"] == (0, 100, "V100") and rows["k"] == (0, 50, "P100")

@@ -26,6 +26,7 @@ from simsched.config.catalog import ALLOCATIONS as REGISTERED_ALLOCATIONS
 from simsched.config.catalog import policy_names
 from simsched.core import limits
 from simsched.core.metrics import METRIC_ALIASES, RANKABLE
+from simsched.core.model import SPEED_BASES
 from simsched.core.params import _MISSING, Params
 from simsched.core.tenancy import QUOTA_MODES, RECLAIM_MODES
 from simsched.policies import PLACEMENTS
@@ -156,6 +157,11 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             Dynamic("0; with [instance], the instance's own draw"), min_value=0, example="3"),
         Key("description", str, "Free text, shown by `simsched examples` and in report.html.",
             Dynamic('""; with [instance], the instance\'s'), example='"my fleet"'),
+        Key("speed_basis", str, "The built-in catalog's speeds: `training` = published training throughputs "
+            "(Gavel's matrix, Lambda's mixed-precision benchmark), `fp32` = FP32 datasheet TFLOPS ratios "
+            "(the catalog before issue 38; `simsched gpu-types --basis fp32`).",
+            Dynamic('"training"; with [instance], "fp32" (the paper\'s all-V100 fleets run alike on both)'),
+            choices=SPEED_BASES, example='"fp32"'),
         Key("gpu_type", list, "`[[gpu_type]]` tables: add GPU types to the catalog or override built-in ones.",
             [], type_text="array of tables", example='[{ name = "fast", speedup = 2.0, memory_gb = 32 }]'),
         Key("cluster", list, "`[[cluster]]` tables: the fleet (at least one, unless `[instance]` gives it).",
@@ -251,6 +257,9 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             example='"bash tools/download/philly.sh"'),
         Key("tenant_mix", dict, "tenant = weight: a tenant drawn for each job that names none.", None,
             type_text="table of numbers", example="{ vc1 = 0.6, vc2 = 0.4 }"),
+        Key("model_mix", dict, "model = weight: a model drawn for each job that names none; the job then runs "
+            "at that model's measured speed on each GPU type (`simsched gpu-types --models` lists them).", None,
+            type_text="table of numbers", example="{ resnet50 = 0.5, lm = 0.5 }"),
     ),
     "scheduler": (
         Key("policy", str, "The policy that orders and places jobs; its own options go in this table too.",

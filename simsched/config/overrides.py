@@ -113,6 +113,8 @@ def workload_table(spec: WorkloadSpec) -> dict[str, Any]:
             table[key] = list(value)
     if spec.tenant_mix is not None:  # (issue 36: an override of any workload key once dropped it)
         table["tenant_mix"] = dict(spec.tenant_mix)
+    if spec.model_mix is not None:
+        table["model_mix"] = dict(spec.model_mix)
     return table
 
 

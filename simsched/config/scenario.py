@@ -7,6 +7,7 @@ are declared once in :mod:`simsched.config.keys` (read here through
 docs/reference/keys.md, is generated from them). Keys:
 
 - ``name``, ``seed``, ``description``
+- ``speed_basis``: the built-in catalog's speeds, "training" (default) or "fp32" (issue 38)
 - ``[[gpu_type]]`` name, speedup, memory_gb, source: add or override catalog types
 - ``[[cluster]]`` name + ``nodes = [{count, gpus, gpu_type}]``, or ``file =
   "clusters/x.toml"`` (a file holding ``[[cluster]]`` tables), or ``from =
@@ -54,12 +55,14 @@ from simsched.core import limits
 from simsched.core.errors import InputError, did_you_mean
 from simsched.core.inputs import missing_or_irregular, note_read
 from simsched.core.model import (
+    DEFAULT_SPEED_BASIS,
     ClusterSpec,
     GpuType,
     NodeGroup,
     TenantQuota,
     builtin_gpu_types,
     keep_nodes_per_type,
+    model_names,
 )
 from simsched.core.params import Params, check_name
 from simsched.workloads import builders_registry
@@ -96,6 +99,7 @@ class WorkloadSpec:
     load: float | None = None
     download_hint: str | None = None
     tenant_mix: tuple[tuple[str, float], ...] | None = None  # tenant -> weight, for jobs without a tenant
+    model_mix: tuple[tuple[str, float], ...] | None = None  # model -> weight, for jobs without a model
     known_keys: tuple[str, ...] = WORKLOAD_COMMON  # read here; listed in the reader's "valid keys"
 
 
@@ -156,6 +160,8 @@ class Scenario:
     objective: ObjectiveSpec = ObjectiveSpec()
     #: what replaced the file's values (command-line flags, API arguments); recorded in summary.json
     overrides: dict[str, Any] = field(default_factory=dict)
+    #: the built-in catalog's speed basis (SPEED_BASES); its speeds are in ``gpu_types``
+    speed_basis: str = DEFAULT_SPEED_BASIS
 
     def with_overrides(self, *, seed: int | None = None, jobs: int | None = None,
                        scheduler: SchedulerSpec | None = None, nodes_per_type: int | None = None) -> Scenario:
@@ -236,7 +242,10 @@ def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = No
     name = top.get("name", str, path.stem if instance is None else instance.name)
     seed = top.get("seed", int, 0 if instance is None else instance.seed, min_value=0)
     description = top.get("description", str, "" if instance is None else instance.description)
-    gpu_types = _gpu_types(top, path)
+    # the paper's instances are all-V100 fleets (speed 1 on every basis): they keep the catalog their
+    # committed stores were made with, whose entries are part of every run id (runs/experiment/grid.py)
+    speed_basis = top.get("speed_basis", str, DEFAULT_SPEED_BASIS if instance is None else "fp32")
+    gpu_types = _gpu_types(top, path, speed_basis)
     if instance is None:
         clusters = _clusters(top, path, base, gpu_types)
     else:
@@ -253,7 +262,7 @@ def scenario_from_table(raw: dict[str, Any], path: Path, digest: str | None = No
     top.get("learn", dict, {})  # options of `python -m simsched learn`, validated by simsched.learning.gp
     top.finish()
     return Scenario(name, seed, path, clusters, gpu_types, workload, scheduler,
-                    objective.weights, digest, description, objective)
+                    objective.weights, digest, description, objective, speed_basis=speed_basis)
 
 
 def _objective(p: Params) -> ObjectiveSpec:
@@ -291,8 +300,8 @@ def _instance(top: Params, path: Path):
     return instance_spec(seed, index, set_name)
 
 
-def _gpu_types(top: Params, path: Path) -> dict[str, GpuType]:
-    types = builtin_gpu_types()
+def _gpu_types(top: Params, path: Path, speed_basis: str) -> dict[str, GpuType]:
+    types = builtin_gpu_types(speed_basis)
     declared: dict[str, int] = {}  # name -> index of the [[gpu_type]] that declared it
     for i, entry in enumerate(top.get("gpu_type")):
         if not isinstance(entry, dict):
@@ -531,6 +540,17 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
                 or not 0 < sum(mix.values()) < math.inf:  # each weight finite, and their sum too
             raise p.error("tenant_mix", "must be a table of tenant = weight (numbers >= 0, not all 0, finite sum), "
                                         f'e.g. {{ vc1 = 0.6, vc2 = 0.4 }}; got {mix!r}')
+    models = p.get("model_mix")
+    if models is not None:
+        valid = model_names()
+        for model in models:
+            if model not in valid:
+                raise p.error("model_mix", f"unknown model {model!r}{did_you_mean(model, valid)}; valid: "
+                                           f"{', '.join(valid)} (python -m simsched gpu-types --models)")
+        if not models or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                 and v >= 0 for v in models.values()) or not 0 < sum(models.values()) < math.inf:
+            raise p.error("model_mix", "must be a table of model = weight (numbers >= 0, not all 0, finite sum), "
+                                       f'e.g. {{ resnet50 = 0.5, lm = 0.5 }}; got {models!r}')
     spec = WorkloadSpec(
         source=source,
         path=data_path,
@@ -551,6 +571,7 @@ def _workload(p: Params, path: Path, base: Path, gpu_types: dict[str, GpuType]) 
         load=None if source == "synthetic" else p.get("load"),
         download_hint=p.get("download_hint"),
         tenant_mix=None if mix is None else tuple((str(k), float(v)) for k, v in mix.items()),
+        model_mix=None if models is None else tuple((str(k), float(v)) for k, v in models.items()),
     )
     p.finish()
     return spec

@@ -19,7 +19,8 @@ from typing import Protocol, runtime_checkable
 @dataclass(frozen=True, slots=True)
 class Option:
     """One way a job can run: a cluster and GPU type, the milli-GPUs per worker there,
-    and the speed factor (run time = remaining work / speed)."""
+    and the speed factor (run time = remaining work / speed). The speed is this job's: the
+    type's speedup over its reference type's, or its ``model``'s measured speeds (issue 38)."""
 
     cluster: int
     gpu_type: str

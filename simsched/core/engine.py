@@ -386,7 +386,7 @@ class Engine:
 
     def _options_for_spec(self, spec: JobSpec, home: int | None) -> tuple[Option, ...]:
         restrict = home if self.config.restrict_to_home else None
-        shape = (spec.gpu_type, spec.gpus, spec.workers, spec.allowed_types, restrict)
+        shape = (spec.gpu_type, spec.gpus, spec.workers, spec.allowed_types, restrict, spec.model)
         options = self._options_by_shape.get(shape)
         if options is None:
             options = self._options_by_shape[shape] = self._options(spec, home)
@@ -406,7 +406,8 @@ class Engine:
             per_worker = to_milli(share)
             slots = sum(self.fleet_state.node_capacity[n] // per_worker for n in nodes)
             if slots >= spec.workers:
-                options.append(Option(cluster, type_name, per_worker, speed_factor(types[type_name], ref)))
+                options.append(Option(cluster, type_name, per_worker,
+                                      speed_factor(types[type_name], ref, spec.model)))
         options.sort(key=lambda o: (-o.speed, o.cluster))
         return tuple(options)
 

@@ -7,6 +7,7 @@ and subtract exactly; a float sum of shares could leave a node at 0.9999999.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -41,14 +42,65 @@ class GpuType:
             )
 
 
-def builtin_gpu_types() -> dict[str, GpuType]:
-    """The catalog shipped in ``simsched/data/gpu_types.toml`` (each entry cites its source)."""
+#: speed bases of the built-in catalog (top-level scenario key ``speed_basis``): "training" =
+#: published training throughputs (the default, issue 38), "fp32" = FP32 datasheet TFLOPS ratios
+SPEED_BASES: tuple[str, ...] = ("training", "fp32")
+DEFAULT_SPEED_BASIS = "training"
+
+
+def _catalog_table() -> dict:
     text = resources.files("simsched").joinpath("data/gpu_types.toml").read_text("utf-8")
-    table = tomllib.loads(text)
+    return tomllib.loads(text)
+
+
+def builtin_gpu_types(basis: str = DEFAULT_SPEED_BASIS) -> dict[str, GpuType]:
+    """The catalog shipped in ``simsched/data/gpu_types.toml`` on one speed basis (each entry
+    cites its source): ``"training"`` (measured training throughputs) or ``"fp32"`` (datasheets)."""
+    if basis not in SPEED_BASES:
+        raise InputError(f"speed_basis: unknown basis {basis!r}; valid: {', '.join(SPEED_BASES)}")
+    suffix = "" if basis == "training" else f"_{basis}"
     return {
-        name: GpuType(name, float(v["speedup"]), float(v["memory_gb"]), str(v["source"]))
-        for name, v in table.items()
+        name: GpuType(name, float(v["speedup" + suffix]), float(v["memory_gb"]), str(v["source" + suffix]))
+        for name, v in _catalog_table().items()
     }
+
+
+@functools.cache
+def _measured_as() -> dict[str, str]:
+    """Catalog type -> the measured type whose per-model speeds it uses (itself unless aliased)."""
+    return {name: str(v.get("measured_as", name)) for name, v in _catalog_table().items()}
+
+
+@functools.cache
+def model_speed_table() -> dict[str, dict[str, float]]:
+    """model -> {measured GPU type: training speed relative to V100}, from
+    ``simsched/data/model_speeds.toml`` (Gavel's and Lambda's published throughputs)."""
+    text = resources.files("simsched").joinpath("data/model_speeds.toml").read_text("utf-8")
+    return {model: {k: float(v) for k, v in row.items() if k != "source"}
+            for model, row in tomllib.loads(text).items()}
+
+
+def model_sources() -> dict[str, str]:
+    """model -> where its figures come from (``source`` of its row in model_speeds.toml)."""
+    text = resources.files("simsched").joinpath("data/model_speeds.toml").read_text("utf-8")
+    return {model: str(row["source"]) for model, row in tomllib.loads(text).items()}
+
+
+def model_names() -> tuple[str, ...]:
+    """The models a job may name (``model`` column, ``workload.model_mix``)."""
+    return tuple(model_speed_table())
+
+
+def type_speed(gpu_type: GpuType, model: str | None) -> float:
+    """Training speed of ``model`` on ``gpu_type`` relative to V100: the model's measured figure
+    for the type (or for the type it stands for, ``measured_as``), else the type's own ``speedup``
+    (a job without a model, or a type the model was not measured on)."""
+    if model is None:
+        return gpu_type.speedup
+    row = model_speed_table().get(model)
+    if row is None:
+        raise InputError(f"job model {model!r} is not in the model table; valid: {', '.join(model_names())}")
+    return row.get(_measured_as().get(gpu_type.name, gpu_type.name), gpu_type.speedup)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +201,7 @@ class JobSpec:
     gpu_type: str | None = None
     allowed_types: tuple[str, ...] | None = None
     tenant: str | None = None  # the VC, user or group the job belongs to (SPEC §3 quotas)
+    model: str | None = None  # a model of simsched/data/model_speeds.toml: per-model speeds (issue 38)
 
     @property
     def gpus_per_worker(self) -> float:
@@ -228,8 +281,11 @@ def to_milli(gpus: float) -> int:
     return int(math.ceil(gpus * MILLI - 1e-6))
 
 
-def speed_factor(target: GpuType, ref: GpuType | None) -> float:
-    """Run-time divisor on ``target``: work = duration x speedup(ref); time = work / speedup(T)."""
+def speed_factor(target: GpuType, ref: GpuType | None, model: str | None = None) -> float:
+    """Run-time divisor on ``target``: work = duration x speed(ref); time = work / speed(T), where
+    speed is the type's ``speedup``, or the job's ``model``'s measured speed (:func:`type_speed`)."""
     if ref is None:
         return 1.0
-    return target.speedup / ref.speedup
+    if model is None:
+        return target.speedup / ref.speedup
+    return type_speed(target, model) / type_speed(ref, model)

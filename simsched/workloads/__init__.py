@@ -130,6 +130,8 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
             df = df.assign(weight=filled["weight"])
     if spec.tenant_mix is not None:
         df = transforms.assign_tenants(df, spec.tenant_mix, stream(seed, "tenants"))
+    if spec.model_mix is not None:
+        df = transforms.assign_models(df, spec.model_mix, stream(seed, "models"))
     if spec.reference_gpu_type is not None:
         df = df.assign(gpu_type=df["gpu_type"].where(df["gpu_type"].notna(), spec.reference_gpu_type))
     _check_times(df, spec)

@@ -1,10 +1,11 @@
-"""simsched's own job CSV (SPEC §5): ``job_id,submit,duration,gpus[,workers,weight,deadline,home_cluster,gpu_type,allowed_types,tenant]``.
+"""simsched's own job CSV (SPEC §5): ``job_id,submit,duration,gpus[,workers,weight,deadline,home_cluster,gpu_type,allowed_types,tenant,model]``.
 
 UTF-8 (a byte-order mark is accepted). A row is bad -- skipped and counted,
 or with ``strict = true`` an error naming file and line -- when a number is
 not finite or beyond :data:`MAX_SECONDS`, a deadline precedes the submit
 time, a worker's GPU share above 1 is not whole, or ``home_cluster`` /
-``gpu_type`` name no cluster of the scenario / type of its catalog.
+``gpu_type`` name no cluster of the scenario / type of its catalog, or ``model`` is not in
+the model table (simsched/data/model_speeds.toml, issue 38).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pandas as pd
 
 from simsched.core.errors import InputError, did_you_mean
 from simsched.core.inputs import note_read
+from simsched.core.model import model_names
 from simsched.workloads.registry import Params, ReadContext, reader
 from simsched.workloads.table import normalize
 
@@ -28,7 +30,7 @@ MAX_SECONDS = 1e11
 MAX_GPUS = 1e6
 #: the engine counts milli-GPUs: a smaller share would round to nothing
 MIN_GPUS = 0.001
-OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types", "tenant")
+OPTIONAL = ("workers", "weight", "deadline", "home_cluster", "gpu_type", "allowed_types", "tenant", "model")
 
 
 #: a number as CSV files and spreadsheets write it: ASCII digits, an optional sign, point and exponent.
@@ -163,6 +165,10 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
                 raise ValueError(f"unknown gpu_type: {gpu_type!r}{did_you_mean(gpu_type, ctx.gpu_types)}; "
                                  "add it with [[gpu_type]] or use one of "
                                  f"{', '.join(sorted(ctx.gpu_types))}")
+            model = cell.get("model")
+            if model and model not in model_names():
+                raise ValueError(f"unknown model: {model!r}{did_you_mean(model, model_names())}; models: "
+                                 f"{', '.join(model_names())}")
         except ValueError as exc:
             ctx.bad_row(path, line, str(exc), category=str(exc).split(":")[0])
             continue
@@ -170,5 +176,5 @@ def _read_rows(path: Path, table, ctx: ReadContext, rows: dict[str, list], seen:
         for c, v in (("job_id", job_id), ("submit", submit), ("duration", duration), ("gpus", gpus),
                      ("workers", workers), ("weight", weight), ("deadline", deadline)):
             rows[c].append(v)
-        for c in ("home_cluster", "gpu_type", "allowed_types", "tenant"):
+        for c in ("home_cluster", "gpu_type", "allowed_types", "tenant", "model"):
             rows[c].append(cell.get(c) or None)

@@ -17,6 +17,7 @@ home_cluster    object     cluster name or None
 gpu_type        object     reference GPU type name or None
 allowed_types   object     "T4|P100" style string or None = any
 tenant          object     the VC, user or group the job belongs to, or None
+model           object     a model of simsched/data/model_speeds.toml, or None (issue 38)
 ==============  =========  =====================================================
 
 Rows a reader could not use are counted in a :class:`SkipReport` by reason.
@@ -31,8 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simsched.core.errors import InputError
-from simsched.core.model import JobSpec, derive_workers
+from simsched.core.errors import InputError, did_you_mean
+from simsched.core.model import JobSpec, derive_workers, model_names
 
 JOB_COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -46,6 +47,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "gpu_type",
     "allowed_types",
     "tenant",
+    "model",
 )
 
 
@@ -80,7 +82,7 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     for col in ("workers", "weight"):
         out[col] = pd.array(df[col], dtype="Int64") if col in df else pd.array([pd.NA] * len(df), dtype="Int64")
     out["deadline"] = pd.to_numeric(df["deadline"]).astype("float64") if "deadline" in df else np.nan
-    for col in ("home_cluster", "gpu_type", "allowed_types", "tenant"):
+    for col in ("home_cluster", "gpu_type", "allowed_types", "tenant", "model"):
         if col in df:
             values = df[col].astype(object)
             out[col] = values.where(values.notna() & (values.astype(str) != ""), None)
@@ -97,7 +99,13 @@ def to_job_specs(df: pd.DataFrame, largest_node: int) -> list[JobSpec]:
         raise InputError(f"workload: job_id {dup!r} appears more than once; job ids must be unique")
     jobs: list[JobSpec] = []
     cols = [df[c].tolist() for c in JOB_COLUMNS]
-    for job_id, submit, duration, gpus, workers, weight, deadline, home, gtype, allowed, tenant in zip(*cols):
+    known_models = model_names()
+    for job_id, submit, duration, gpus, workers, weight, deadline, home, gtype, allowed, tenant, model \
+            in zip(*cols):
+        if model is not None and model not in known_models:
+            raise InputError(f"workload: job {job_id!r}: model {model!r} is not in the model table"
+                             f"{did_you_mean(model, known_models)}; valid: {', '.join(known_models)} "
+                             "(python -m simsched gpu-types --models)")
         workers = derive_workers(gpus, largest_node) if workers is pd.NA or workers is None else int(workers)
         weight = 1 if weight is pd.NA or weight is None else int(weight)
         jobs.append(
@@ -113,6 +121,7 @@ def to_job_specs(df: pd.DataFrame, largest_node: int) -> list[JobSpec]:
                 gpu_type=gtype,
                 allowed_types=None if allowed is None else tuple(str(allowed).split("|")),
                 tenant=None if tenant is None else str(tenant),
+                model=None if model is None else str(model),
             )
         )
     return jobs

@@ -143,3 +143,17 @@ def assign_tenants(df: pd.DataFrame, mix: tuple[tuple[str, float], ...], rng: np
     out = df.copy()
     out["tenant"] = np.where(missing, picked, tenants)
     return out
+
+
+def assign_models(df: pd.DataFrame, mix: tuple[tuple[str, float], ...], rng: np.random.Generator) -> pd.DataFrame:
+    """Give every job without a model one drawn from ``mix`` (model, weight), independently per job
+    (issue 38). Its own stream (``"models"``), so a mix moves no other draw; jobs that name a model
+    (a trace's ``model`` column) keep it and still consume their draw."""
+    names = [name for name, _ in mix]
+    weights = np.array([w for _, w in mix], dtype=float)
+    drawn = rng.choice(len(names), size=len(df), p=weights / weights.sum())
+    picked = np.array(names, dtype=object)[drawn]
+    missing = pd.isna(df["model"]).to_numpy(bool)
+    out = df.copy()
+    out["model"] = np.where(missing, picked, df["model"].to_numpy(object))
+    return out

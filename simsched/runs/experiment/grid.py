@@ -141,12 +141,13 @@ def plan(spec: ExperimentSpec) -> list[RunTask]:
 ADDED_LATER = (("scheduler", "reserve", "none"), ("scheduler", "reserve_depth", 1),
                ("scheduler", "quota", "none"), ("scheduler", "reclaim", "preempt"),
                ("workload", "tenant_mix", None), ("scheduler", "decide_on", "event"),
-               ("scheduler", "max_wait_s", None))
+               ("scheduler", "max_wait_s", None), ("workload", "model_mix", None))
 #: the same for each cluster's fields (tenants' quotas came later)
 CLUSTER_ADDED_LATER = (("tenants", []), ("quota_schedule", None))
 #: keys a section's ``known_keys`` list gained later (the list is validation metadata, kept in the hash
 #: only as it was when the first stores were written)
-KNOWN_KEYS_ADDED_LATER = {"scheduler": ("quota", "reclaim", "decide_on", "max_wait_s"), "workload": ("tenant_mix",)}
+KNOWN_KEYS_ADDED_LATER = {"scheduler": ("quota", "reclaim", "decide_on", "max_wait_s"),
+                          "workload": ("tenant_mix", "model_mix")}
 
 
 def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
@@ -159,6 +160,8 @@ def scenario_hash(scenario: Scenario, relative_to: Path) -> str:
     data["workload"].pop("base_dir", None)
     # whether the file wrote `backfill` is validation metadata (a user policy refuses it), not what runs
     data.get("scheduler", {}).pop("backfill_given", None)
+    # the speed basis is only how the catalog was chosen: its speeds are in gpu_types, which are hashed
+    data.pop("speed_basis", None)
     # fields added after result stores were written count only away from their defaults, so a
     # store's run_ids stay those of the same runs (a hash change would re-run a whole experiment)
     for section, key, default in ADDED_LATER:
