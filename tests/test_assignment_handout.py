@@ -105,20 +105,23 @@ def test_from_a_wheel_in_a_fresh_venv_outside_the_checkout(tmp_path: Path) -> No
     python = env_dir / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    # the dependencies from here (appended after the venv's own site-packages: the wheel's simsched wins)
-    Path(purelib, "deps_from_test.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                              str(wheel)], capture_output=True, text=True, timeout=900)
+                              "--force-reinstall", str(wheel)], capture_output=True, text=True, timeout=900,
+                             env=environ)
     if install.returncode != 0 and "no such option: --python" in install.stderr:
         pytest.skip("this pip cannot install into another environment (--python needs pip 22.3)")
     assert install.returncode == 0, install.stderr
+    # then the dependencies from here (appended after the venv's own site-packages: the wheel's simsched wins;
+    # written after the install, so that pip does not see this environment's simsched as installed already)
+    Path(purelib, "deps_from_test.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
     outside = tmp_path / "outside"
     outside.mkdir()
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     environ["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{environ.get('PATH', '')}"
     where = subprocess.run([str(python), "-c", "import simsched; print(simsched.__file__)"], cwd=outside,
-                           capture_output=True, text=True, env=environ, check=True).stdout.strip()
-    assert where.startswith(purelib), where  # the wheel's copy, not the checkout
+                           capture_output=True, text=True, env=environ)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.strip().startswith(purelib), where.stdout  # the wheel's copy, not the checkout
     written = subprocess.run([str(env_dir / "bin" / "simsched"), "assignment", "hw/"], cwd=outside,
                              capture_output=True, text=True, env=environ, timeout=300)
     assert written.returncode == 0, written.stderr
