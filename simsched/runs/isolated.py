@@ -70,21 +70,6 @@ TICK_S = 0.05
 MIN_DEFAULT_MEMORY = 1 << 30
 
 
-#: children that sent their last message and are exiting on their own (os._exit): reaped later, so the
-#: teardown of a child's address space (tens of ms after a run) is off the run's clock
-_exiting: list[Any] = []
-if hasattr(os, "register_at_fork"):  # a forked process (a compare worker) has no children of its own yet
-    os.register_at_fork(after_in_child=_exiting.clear)
-
-
-def _reap() -> None:
-    """Collect the exit status of every handed-off child that has ended (no zombies pile up)."""
-    for child in list(_exiting):
-        if child.exitcode is not None or len(_exiting) > 8:  # exitcode polls; more than 8 waiting: wait
-            child.join(5)
-            _exiting.remove(child)
-
-
 class RunFailed(InputError):
     """A watched run ended badly: a timeout, a signal, an exit code, memory. Bad input (exit 2)."""
 
@@ -283,7 +268,6 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     """
     if not AVAILABLE:  # pragma: no cover - Windows: in-process, unguarded (documented)
         return target(*args) if progress is None else target(*args, progress)
-    _reap()
     context = multiprocessing.get_context("fork")
     board = context.RawArray(ctypes.c_double, watch.SLOTS)
     receiver, sender = context.Pipe(duplex=False)
@@ -292,7 +276,6 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     child = context.Process(target=_child, args=(sender, board, target, args, memory, progress is not None,
                                                  stacks), daemon=True)
     prefix = f"{file}: " if file else ""
-    handed_off = False  # the child sent its last message: it ends by itself, reaped later (_reap)
     try:  # the start too: an interrupt raised as the fork ends still kills the child (finally)
         with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -321,9 +304,8 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                         progress(payload)
                 elif kind in ("stdout", "stderr"):
                     getattr(sys, kind).write(payload)
-                else:  # its last message: it is calling os._exit(0) (_send_last)
-                    _exiting.append(child)
-                    handed_off = True
+                else:
+                    child.join()
                     if kind == "error":
                         raise payload
                     return payload
@@ -362,8 +344,7 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                         break
         raise
     finally:
-        if not handed_off:
-            _kill(child)
+        _kill(child)
         sender.close()
         receiver.close()
         stacks.close()
