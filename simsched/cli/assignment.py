@@ -26,7 +26,7 @@ def assignment_command(argv: list[str]) -> int:
     where = f"{_command('assignment')}: {target}"
     if target.exists() or target.is_symlink():
         if not target.is_dir() or target.is_symlink():
-            raise InputError(f"{where}: exists and is not a folder; give a new folder name")
+            raise InputError(f"{where}: exists and is not a folder (or is a link to one); give a new folder name")
         if any(target.iterdir()):
             raise InputError(f"{where}: is not empty; give a new or empty folder (nothing is overwritten)")
     elif not target.parent.is_dir():
