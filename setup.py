@@ -1,4 +1,5 @@
-"""Build hook: the wheel carries the shipped example scenarios and workloads as package data.
+"""Build hook: the wheel carries the shipped example scenarios and workloads, and the assignment's
+handout (docs/examples/), as package data.
 
 The checkout's ``scenarios/`` and ``workloads/`` stay the only source; the build copies them into
 ``simsched/examples/`` of the wheel (simsched/config/examples.py finds them there). Everything else is in
@@ -13,6 +14,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 SHIPPED = ("scenarios", "workloads")
+ASSIGNMENT = "docs/examples"  # the assignment's handout (simsched/config/handout.py), to examples/assignment/
 
 
 class BuildWithExamples(build_py):
@@ -23,6 +25,9 @@ class BuildWithExamples(build_py):
             if (HERE / folder).is_dir():
                 shutil.copytree(HERE / folder, target / folder, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_tmp_*"))
+        if (HERE / ASSIGNMENT).is_dir():
+            shutil.copytree(HERE / ASSIGNMENT, target / "assignment", dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
 setup(cmdclass={"build_py": BuildWithExamples})

@@ -1,9 +1,13 @@
 """The tutorial notebook (issue 22): docs/tutorial.ipynb and its jupytext twin docs/tutorial.py hold
 the same cells, the committed notebook is executed (the docs site shows its outputs), and it runs
-from start to end without an error (this test executes it, so the README's test command covers it)."""
+from start to end without an error (this test executes it, so the README's test command covers it),
+showing every output the committed notebook shows (issue 37: a stale notebook fails)."""
 
 from __future__ import annotations
 
+import base64
+import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -54,10 +58,37 @@ def test_the_tutorial_runs(tmp_path: Path) -> None:
     assert any("simsched compare: fifo, sjf, hrrn" in page and " ± " in page for page in html)  # Comparison
     images = sum("image/png" in o.get("data", {}) for cells in outputs.values() for o in cells)
     assert images == 6  # each figure shown once
-    # the same numbers as the committed notebook: the runs are deterministic
+    # every output the same as the committed notebook's (the runs are deterministic): text, HTML, streams,
+    # and each figure's kind and pixel size; a stale notebook fails here
     committed = nbformat.read(DOCS / "tutorial.ipynb", as_version=4)
-    texts = [[o["data"].get("text/plain") for o in cell.outputs if "data" in o]
-             for cell in committed.cells if cell.cell_type == "code"]
-    assert texts[:8] == [[o["data"].get("text/plain") for o in cells if "data" in o]
-                         for cells in outputs.values()][:8], \
-        "the committed tutorial's outputs are stale (results changed): python tools/docs/build_tutorial.py"
+    expected = [_shown(cell.outputs) for cell in committed.cells if cell.cell_type == "code"]
+    got = [_shown(cells) for cells in outputs.values()]
+    assert len(got) == len(expected)
+    stale = [f"cell {n + 1}: committed {e!r:.300} != now {g!r:.300}"
+             for n, (e, g) in enumerate(zip(expected, got)) if e != g]
+    assert not stale, ("the committed tutorial's outputs are stale (results changed): "
+                       "python tools/docs/build_tutorial.py\n" + "\n".join(stale))
+
+
+def _png_size(data: str) -> tuple[int, int]:
+    """A base64 PNG's width and height, from its IHDR chunk."""
+    head = base64.b64decode(data[:64])
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def _shown(outputs) -> list[tuple[str, str, object]]:
+    """What a cell shows, comparable across executions: each output's type and every representation
+    (a PNG by its pixel size: its bytes depend on the font and the matplotlib build), streams with the
+    kernel's temporary file names left out."""
+    shown: list[tuple[str, str, object]] = []
+    for output in outputs:
+        if output.output_type == "stream":
+            text = re.sub(r"/tmp/[^\s:]*ipykernel[^\s:]*", "<kernel>", output.text)
+            shown.append(("stream", output.name, text))
+        elif output.output_type == "error":
+            shown.append(("error", output.ename, output.evalue))
+        else:
+            for kind, value in sorted(output.get("data", {}).items()):
+                shown.append((output.output_type, kind, _png_size(value) if kind == "image/png" else value))
+    return shown

@@ -1,7 +1,9 @@
 """A template scheduler: copy it, rename the class, change ``priority`` (and maybe ``place``).
 
-Run it:      python -m simsched docs/examples/compare_mine.toml
-Compare it:  python -m simsched compare docs/examples/compare_mine.toml --schedulers fifo,sjf,my_policy.py:MyPolicy
+From this file's folder (a handout from `simsched assignment DIR`, or docs/examples/ of a checkout):
+
+Run it:      python -m simsched compare_mine.toml
+Compare it:  python -m simsched compare compare_mine.toml --schedulers fifo,sjf,my_policy.py:MyPolicy
 
 The interface is one method, ``decide(view) -> Decision`` (see docs/assignment.md).
 """

@@ -14,4 +14,5 @@ SUBCOMMANDS: dict[str, str] = {
     "examples": "simsched.cli.examples:examples_command",
     "run": "simsched.cli.run:run_named",
     "new": "simsched.cli.examples:new_command",
+    "assignment": "simsched.cli.assignment:assignment_command",
 }

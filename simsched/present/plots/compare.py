@@ -10,7 +10,7 @@ import pandas as pd
 
 from simsched.core.outputs import read_csv_checked, read_table
 from simsched.present.plots.run import ecdf
-from simsched.present.plots.style import colors, figure
+from simsched.present.plots.style import colormap, colors, figure
 
 #: metrics drawn as box/strip panels (keys of the summary)
 BOX_METRICS = (("avg_jct", "avg JCT (s)"), ("weighted_jct", "weighted JCT (s)"), ("avg_wait", "avg wait (s)"),
@@ -83,7 +83,9 @@ def jct_cdf_figure(jobs: dict[str, list[pd.DataFrame]]) -> Any:
 
 
 def rank_heatmap_figure(runs: pd.DataFrame, rank_column: str = "rank") -> Any:
-    """Rank of each scheduler (rows) in each case (columns); 1 = best. Cells carry the rank."""
+    """Rank of each scheduler (rows) in each case (columns); 1 = best. Cells carry the rank; a case with no
+    run of the scheduler (its run failed under --keep-going: compare_runs.csv has no row) is grey and says
+    ``failed``, as the terminal's rank table does."""
     order = list(dict.fromkeys(runs["scheduler"]))
     case = runs["instance"].astype(str) + " #" + runs["seed"].astype(str)
     grid = runs.assign(case=case).pivot(index="scheduler", columns="case", values=rank_column)
@@ -92,10 +94,13 @@ def rank_heatmap_figure(runs: pd.DataFrame, rank_column: str = "rank") -> Any:
     width = min(14.0, max(5.0, 0.55 * len(cases) + 3))
     fig, axes = figure(height=max(2.4, 0.4 * len(order) + 1.4), width=width)
     ax = axes[0, 0]
-    image = ax.imshow(grid.to_numpy(float), cmap="RdYlGn_r", vmin=1, vmax=max(1, len(order)), aspect="auto")
+    values = grid.to_numpy(float)
+    cmap = colormap("RdYlGn_r", bad="lightgrey")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=1, vmax=max(1, len(order)), aspect="auto")
     if len(cases) * len(order) <= 400:
-        for (r, c), value in np.ndenumerate(grid.to_numpy(float)):
-            ax.text(c, r, f"{value:g}", ha="center", va="center", fontsize="small")
+        for (r, c), value in np.ndenumerate(values):
+            ax.text(c, r, "failed" if value != value else f"{value:g}", ha="center", va="center",
+                    fontsize="x-small" if value != value else "small")
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(order)
     ax.set_xticks(range(len(cases)))

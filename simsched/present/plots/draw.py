@@ -26,6 +26,7 @@ from simsched.core.metrics import (
 from simsched.present.plots.compare import compare_figures, load_compare
 from simsched.present.plots.experiment import experiment_figures, load_experiment
 from simsched.present.plots.learn import learn_figures, load_learned
+from simsched.present.plots.markdown_html import markdown_html
 from simsched.present.plots.report import save_figures, table_html, write_report
 from simsched.present.plots.run import load_run, run_figures
 from simsched.runs.experiment.store import stale_notice
@@ -157,7 +158,10 @@ def _compare(path: Path, folder: Path, fmt: str, plots: bool, report: bool) -> l
             ("schedulers", ", ".join(dict.fromkeys(runs["scheduler"].astype(str)))),
             ("runs", len(runs))]
     tables = []
-    if data["table"] is not None:
+    shown = path / "compare.md"
+    if shown.is_file():  # what the terminal showed: warnings, failed runs, the tables with their † marks, ranks
+        tables.append(markdown_html(shown.read_text(encoding="utf-8")))
+    elif data["table"] is not None:  # an older folder without compare.md: the metrics alone
         table = data["table"]
         pivot = table.assign(cell=["n/a" if m != m else f"{m:,.4g} ± {s:,.3g}"
                                    for m, s in zip(table["mean"], table["std"])])

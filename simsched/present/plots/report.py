@@ -93,6 +93,11 @@ dl.meta { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em
 dl.meta dt { font-weight: bold; } dl.meta dd { margin: 0; font-family: monospace; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 figcaption { font-size: 0.9em; color: #555; }
+table.metrics td.num, table.metrics th.num { text-align: right; }
+p.warning { background: #fff4e0; border-left: 4px solid #e08a00; padding: 0.3em 0.6em; }
+p.failed { background: #fde8e8; border-left: 4px solid #c62828; padding: 0.3em 0.6em; }
+p.note { color: #444; font-size: 0.9em; }
+code { font-family: monospace; font-size: 0.95em; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
 """
 

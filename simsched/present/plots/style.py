@@ -32,6 +32,14 @@ def time_axis(ax: Any, span_s: float) -> None:
         ax.set_xlabel("simulated time (s)")
 
 
+def colormap(name: str, bad: str | None = None) -> Any:
+    """A matplotlib colormap by name; ``bad`` colours the masked (missing) cells."""
+    import matplotlib  # optional (the plots extra): imported only to draw
+
+    cmap = matplotlib.colormaps[name]
+    return cmap.with_extremes(bad=bad) if bad else cmap
+
+
 def colors(n: int) -> list:
     """n distinguishable colours (tab10, then tab20, then a continuous map)."""
     import matplotlib
