@@ -1,5 +1,5 @@
 """Seeded workload generators (SPEC §5); importing this package registers them all."""
 
-from simsched.workloads.generators import helios, pai, paper, philly, venus
+from simsched.workloads.generators import helios, helios_demand, pai, paper, philly, venus
 
-__all__ = ["helios", "pai", "paper", "philly", "venus"]
+__all__ = ["helios", "helios_demand", "pai", "paper", "philly", "venus"]
