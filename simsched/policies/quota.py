@@ -401,8 +401,16 @@ class QuotaScheduler:
             return None
         owners = _Owners(tenancy, roomy)
         # (submit, index) order by a native tuple sort (indexes are unique: jobs never compared)
-        waiting = [job for _, _, job in sorted([(job.submit, job.index, job) for job in view.queue
-                                                if job.job_id not in started and owners(job.tenant)])]
+        queue = view.queue
+        eligible = {tenant for tenant in {job.tenant for job in queue} if owners(tenant)}  # (asked per tenant)
+        if not eligible:
+            waiting = []
+        elif started:
+            waiting = [job for _, _, job in sorted([(job.submit, job.index, job) for job in queue
+                                                    if job.tenant in eligible and job.job_id not in started])]
+        else:
+            waiting = [job for _, _, job in sorted([(job.submit, job.index, job) for job in queue
+                                                    if job.tenant in eligible])]
         keep = (not started and not staged._delta and not staged._type_delta
                 and trial(self.placement) is self.placement)  # (a stateful rule's trials move with it)
         memo = _Holds(tenancy.version, tuple(free), roomy, _copy(staged), view) if keep else None
