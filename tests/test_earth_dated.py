@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
+import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -273,3 +275,44 @@ def test_a_vc_off_is_named_with_what_is_off() -> None:
     lines, figures = validate.earth_table([validate.vc_series(jobs, measured.vcs, n)], measured, n, [0.0], [1])
     assert lines[2].endswith("| utilisation, pending jobs |")
     assert figures["util_within"] == 0
+
+
+# -- the derivation script -------------------------------------------------------------------------
+RAW_HEADER = ("time,total_job_num,running_job_num,pending_job_num,total_gpujob_num,running_gpujob_num,"
+              "pending_gpujob_num,total_gpu_num,running_gpu_num,pending_gpu_num,idle_gpu_num,gpu_utilization,"
+              "running_gpu_num_noless_8,running_gpu_num_less_8,pending_gpu_num_noless_8,pending_gpu_num_less_8,"
+              "total_gpu_num_noless_8,total_gpu_num_less_8,running_job_num_noless_8,running_job_num_less_8,"
+              "pending_job_num_noless_8,pending_job_num_less_8,total_job_num_noless_8,total_job_num_less_8")
+
+
+def raw_row(minute: str, run8: int, pend8: int, run1: int, jobs8: int, pending_jobs: int) -> str:
+    """A minute of a 16-GPU VC: ``run8`` GPUs of >= 8-GPU jobs running (``jobs8`` jobs), ``pend8``
+    pending, ``run1`` GPUs of 1-GPU jobs running."""
+    running = run8 + run1
+    return (f"2020-05-01 {minute},0,0,{pending_jobs},0,0,{pending_jobs},16,{running},{pend8},{16 - running},"
+            f"{running / 16},{run8},{run1},{pend8},0,{run8 + pend8},{run1},{jobs8},{run1},0,0,0,0")
+
+
+def test_the_derivation_by_hand(tmp_path: Path) -> None:
+    folder = tmp_path / "analysis" / "2_cluster characterization" / "Earth_vcs" / "vcA"
+    folder.mkdir(parents=True)
+    # 00:00 idle; 00:01 an 8-GPU job arrives pending; 00:02 it starts with a 1-GPU job; 01:00 the
+    # 8-GPU job ends; 01:01 a 16-GPU job starts alone
+    rows = [raw_row("00:00", 0, 0, 0, 0, 0), raw_row("00:01", 0, 8, 0, 0, 1), raw_row("00:02", 8, 0, 1, 1, 0),
+            raw_row("01:00", 0, 0, 1, 0, 0), raw_row("01:01", 16, 0, 1, 1, 0)]
+    (folder / "cluster_sequence_vc.csv").write_text(RAW_HEADER + "\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(REPO / "tools" / "derive_earth_vcs.py"), "--checkout", str(tmp_path),
+                    "--out", str(out)], check=True, capture_output=True)
+    table = read_vc_hourly(out / "earth_vcs_hourly.csv")
+    assert table.vcs == ("vcA",) and table.hours == 2
+    assert table.column("arrived_gpu_ge8", "vcA").tolist() == [8, 16]  # 8 pending at 00:01; 16 at 01:01
+    assert table.column("started_gpu_ge8", "vcA").tolist() == [8, 16]
+    assert table.column("ended_gpu_ge8", "vcA").tolist() == [0, 8]
+    assert table.column("started_gpu_lt8", "vcA").tolist() == [1, 0]
+    # means over the minutes (0, 0, 8; then 0, 16), written with 4 significant digits
+    assert table.column("running_gpu_ge8", "vcA").tolist() == [2.667, 8]
+    assert table.column("pending_jobs", "vcA").tolist() == [0.3333, 0]
+    sizes = read_vc_sizes(out / "earth_vc_sizes.csv")
+    assert {k: v[0].tolist() for k, v in sizes.items()} == {("vcA", "ge8"): [8.0, 16.0], ("vcA", "lt8"): [1.0]}
+    assert (out / "earth_vc_quotas.csv").read_text() == "date,vcA,total\n2020-05-01,16,16\n"
