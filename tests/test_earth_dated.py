@@ -24,7 +24,14 @@ from simsched.config.scenario import load_scenario
 from simsched.core.errors import InputError
 from simsched.core.model import ClusterSpec, Fleet, NodeGroup, builtin_gpu_types
 from simsched.workloads.registry import GENERATORS, Params
-from simsched.workloads.vc_hourly import COLUMNS, VcHourly, correlation, daily_means, read_vc_hourly, read_vc_sizes
+from simsched.workloads.vc_hourly import (
+    COLUMNS,
+    VcHourly,
+    correlation,
+    daily_means,
+    read_vc_hourly,
+    read_vc_sizes,
+)
 from tests.conftest import REPO
 
 EARTH = REPO / "workloads" / "helios" / "earth"

@@ -128,7 +128,7 @@ def time_integrals(starts, ends, weights, edges):
     return np.diff(total)
 
 
-def vc_series(jobs, vcs, hours: int) -> dict[str, dict[str, "np.ndarray"]]:
+def vc_series(jobs, vcs, hours: int) -> dict[str, dict]:
     """Per VC, hourly means over [0, hours h) of its pending jobs, pending GPUs, running GPUs and
     pending jobs of >= 8 GPUs, from a run's jobs table (submit, start, end, gpus, tenant)."""
     import numpy as np
@@ -219,8 +219,6 @@ def earth_table(series: list[dict], measured, hours: int, waits: list[float], ar
 
 def run_earth_dated(seeds: range, hours: int | None) -> None:
     """Earth as it really was: the per-VC table and the cluster's queue time (see the docstring)."""
-    import numpy as np
-
     import simsched
     from simsched.config.overrides import apply_overrides
     from simsched.config.scenario import load_scenario

@@ -142,7 +142,7 @@ def read_vc_sizes(path: Path) -> dict[tuple[str, str], tuple[np.ndarray, np.ndar
     out: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
     for k, row in enumerate(table.itertuples(index=False), start=2):
         where = f"{path}:{k}"
-        check_name(row.vc, lambda message: InputError(f"{where}: vc {message}"))
+        check_name(row.vc, lambda message, where=where: InputError(f"{where}: vc {message}"))
         if row.size_class not in CLASSES:
             raise InputError(f"{where}: size_class = {row.size_class!r}; valid: {', '.join(CLASSES)}")
         try:
