@@ -22,21 +22,21 @@ Model, per VC and class, hour by hour (a replay of the measured GPU flows as who
   submitted and started at 0 (the cluster was busy).
 - Run times: the measured starts and ends are matched to these jobs. Each hour's started GPUs
   start the newest replayed jobs not yet started (most Helios jobs start as they arrive; while
-  the newest one's size is at most twice the GPUs still to start: whole jobs, rounded), and its ended GPUs end replayed running jobs
-  in a random order (each drawn among all running jobs when the previous one has ended, and
-  ended once the GPUs still to end reach half its size: drawing only among jobs that fit would
-  pass over wide jobs and lengthen them). Start and end times
-  are uniform in their hour (an end at least 1 s after its start). Whole jobs round: where
+  the newest one's size is at most twice the GPUs still to start: whole jobs, rounded), and its
+  ended GPUs end replayed running jobs in a random order (each drawn among all running jobs
+  when the previous one has ended, and ended once the GPUs still to end reach half its size:
+  drawing only among jobs that fit would pass over wide jobs and lengthen them). Start and end
+  times are uniform in their hour (an end at least 1 s after its start). Whole jobs round: where
   at an hour's end the replay runs a whole job more than the hour's measured mean running GPUs
   of the class, a random job that fits in the excess ends (a job less: the newest waiting one
   starts), and the measured ends (starts) still to come pay for it. Last, the run times of the
-  jobs that start and end within one hour are scaled, hour by hour, so that the hour's GPU-seconds
-  match the measured mean running GPUs (:func:`fit_short_jobs`). A job's duration is its
-  replayed end minus its replayed start: the measured run time, never its wait. A job still
-  running when the table ends runs on for a duration drawn from the class's finished jobs. A
-  job never started in the replay is dropped: measured demand that left without running (the
-  arrived GPUs exceed the started ones by 10-30 % on the busiest VCs: jobs cancelled while
-  pending; Helios cancels 13.6 % of Earth's GPU jobs).
+  jobs that start and end within one hour are scaled, hour by hour, so that the hour's
+  GPU-seconds match the measured mean running GPUs (:func:`fit_short_jobs`). A job's duration
+  is its replayed end minus its replayed start: a measured run time, never its wait. A job
+  still running when the table ends runs on for a duration drawn from the class's finished
+  jobs. A job never started in the replay is dropped: measured demand that left without
+  running (on Earth's busy VCs 9-36 % of the GPUs that arrived in jobs of >= 8 GPUs never
+  started: jobs cancelled while pending; Helios cancels 13.6 % of Earth's GPU jobs).
 - ``hours`` keeps the first N hours of the table (default all).
 
 So each class's GPUs in use follow the measured running GPUs hour by hour when the simulated
