@@ -357,6 +357,10 @@ HANDED_ON_FILES: dict[str, tuple[Key, ...]] = {
             example='"pai_task_table.csv"'),
         Key("group_table", str, "The PAI reader's group table (tenant_rule = \"group\").", None, type_text="path",
             files="path", example='"pai_group_tag_table.csv"'),
+        Key("demand_file", str, "The `helios_demand` generator's hourly per-VC table.", None, type_text="path",
+            files="path", example='"earth_vcs_hourly.csv"'),
+        Key("sizes_file", str, "The `helios_demand` generator's per-VC job sizes.", None, type_text="path",
+            files="path", example='"earth_vc_sizes.csv"'),
     ),
     "scheduler": (
         Key("agent", str, "Policy `rl`: the trained agent.", None, type_text="path", files="path",

@@ -23,15 +23,22 @@ _MISSING = object()
 class Params:
     """Typed access to one TOML table, with errors that name file and key path."""
 
-    def __init__(self, table: Mapping[str, Any], prefix: str, file: str | Path = "<scenario>") -> None:
+    def __init__(self, table: Mapping[str, Any], prefix: str, file: str | Path = "<scenario>",
+                 base_dir: Path | None = None) -> None:
         self._table = dict(table)
         self._prefix = prefix
         self._file = str(file)
+        self._base_dir = base_dir
         self._used: set[str] = set()
 
     @property
     def file(self) -> str:
         return self._file
+
+    @property
+    def base_dir(self) -> Path:
+        """Where the table's relative paths resolve: the folder given, else the file's."""
+        return self._base_dir if self._base_dir is not None else Path(self._file).parent
 
     def key(self, name: str) -> str:
         return f"{self._prefix}.{name}" if self._prefix else name
@@ -110,7 +117,7 @@ class Params:
     def sub(self, name: str) -> Params:
         """A nested table as its own :class:`Params`."""
         value = self.get(name, dict, {})
-        return Params(value, self.key(name), self._file)
+        return Params(value, self.key(name), self._file, self._base_dir)
 
     def rest(self, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
         """The keys not in ``exclude`` (marked as read): options handed on to a reader,

@@ -400,8 +400,17 @@ class QuotaScheduler:
         if not roomy or view.queue_length <= len(started):
             return None
         owners = _Owners(tenancy, roomy)
-        waiting = sorted((job for job in view.queue if job.job_id not in started and owners(job.tenant)),
-                         key=lambda j: (j.submit, j.index))
+        # (submit, index) order by a native tuple sort (indexes are unique: jobs never compared)
+        queue = view.queue
+        eligible = {tenant for tenant in {job.tenant for job in queue} if owners(tenant)}  # (asked per tenant)
+        if not eligible:
+            waiting = []
+        elif started:
+            waiting = [job for _, _, job in sorted([(job.submit, job.index, job) for job in queue
+                                                    if job.tenant in eligible and job.job_id not in started])]
+        else:
+            waiting = [job for _, _, job in sorted([(job.submit, job.index, job) for job in queue
+                                                    if job.tenant in eligible])]
         keep = (not started and not staged._delta and not staged._type_delta
                 and trial(self.placement) is self.placement)  # (a stateful rule's trials move with it)
         memo = _Holds(tenancy.version, tuple(free), roomy, _copy(staged), view) if keep else None
@@ -667,7 +676,8 @@ class _Holds:
     the rooms left after the holds (``staged``), the running jobs' ends, the queue's length and
     newest entry, and the (submit, index) of the last waiting job reserved for."""
 
-    __slots__ = ("version", "free", "owners", "staged", "held", "ends", "first_end", "length", "seq", "last")
+    __slots__ = ("version", "free", "owners", "staged", "held", "ends", "first_end", "length", "seq", "last",
+                 "failed")
 
     def __init__(self, version: int, free: tuple[int, ...], roomy: set, staged: Staged,
                  view: SchedulerView | None) -> None:
@@ -676,12 +686,16 @@ class _Holds:
         self.owners = _Owners(staged.tenancy, roomy)
         self.staged = staged
         self.held: list[int] | None = None
-        self.ends: list[tuple[float, JobView]] | None = None
+        self.ends: list[tuple[float, int, JobView]] | None = None
         self.first_end = math.inf  # the earliest running job's end (once ends are read)
         self.length = -1 if view is None else view.queue_length
         queue = () if view is None else view.queue
         self.seq = queue[-1].queue_seq if queue else -1
         self.last: tuple[float, int] | None = None
+        # (tenant, options, workers) of the jobs that got no reservation: rooms only shrink and holds
+        # only grow while these holds are kept, so a job of the same tenant, options tuple (the engine
+        # shares them) and workers gets none either, without a look (exact)
+        self.failed: set[tuple] = set()
 
     def now_before(self, now: float) -> bool:
         """Whether every running job read still ends after ``now`` (else a tie with ``now`` may
@@ -697,7 +711,13 @@ class _Holds:
         place = trial(scheduler.placement)
         held = self.held
         ends = self.ends
+        failed = self.failed
+        left: list[int] | None = None  # free less held, per node (kept up to date as holds are added)
+        clamped: list[int] | None = None  # the same, at least 0
         for job in waiting:
+            same = (job.tenant, id(job.options), job.workers)
+            if same in failed:
+                continue
             best = None
             for option in job.options:
                 need = option.per_worker * job.workers
@@ -705,20 +725,28 @@ class _Holds:
                         job.tenant, option.cluster, option.gpu_type, need):
                     continue
                 if ends is None:
-                    ends = sorted(((run_end(r), r) for r in running), key=lambda item: (item[0], item[1].index))
+                    # (end, index, job): a native tuple sort (indexes are unique: jobs never compared)
+                    ends = sorted([(run_end(r), r.index, r) for r in running])
                     self.ends = ends
                     self.first_end = ends[0][0] if ends else math.inf
-                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, free,
-                                held or [0] * len(free), ends, view.now, place)
+                if left is None:
+                    left = list(free) if held is None else [f - h for f, h in zip(free, held)]
+                    clamped = [x if x > 0 else 0 for x in left]
+                found = reserve(groups[option.cluster, option.gpu_type], option.per_worker, job.workers,
+                                left.copy(), clamped.copy(), ends, view.now, place)
                 if found is not None and (best is None or found[0] < best[0]):
                     best = (found[0], found[1], option, need)
             if best is None:
+                failed.add(same)
                 continue
             _, nodes, option, need = best
             if held is None:
                 held = self.held = [0] * len(free)
             for n in nodes:
                 held[n] += option.per_worker
+                if left is not None:
+                    left[n] -= option.per_worker
+                    clamped[n] = left[n] if left[n] > 0 else 0
             trial_staged.add(job.tenant, option.cluster, option.gpu_type, need)
         if waiting:
             self.last = (waiting[-1].submit, waiting[-1].index)
@@ -749,40 +777,45 @@ def run_end(job: JobView) -> float:
     return job.run_start + (job.run_penalty + job.remaining_work / job.run_speed)
 
 
-def reserve(group: Sequence[int], per_worker: int, workers: int, free: Sequence[int], held: Sequence[int],
-            ends: Sequence[tuple[float, JobView]], now: float, place: Placement
+def reserve(group: Sequence[int], per_worker: int, workers: int, scratch: list[int], clamped: list[int],
+            ends: Sequence[tuple[float, int, JobView]], now: float, place: Placement
             ) -> tuple[float, tuple[int, ...]] | None:
     """The earliest time (now, or a running job's end) at which a job fits ``group`` by ``place``
-    if every running job ends at its known end, on the GPUs neither free to others' holds
-    (``held``) nor taken: (that time, the nodes), None if never. ``ends``: (end, job), ascending.
+    if every running job ends at its known end, on the GPUs neither free to others' holds nor
+    taken: (that time, the nodes), None if never. ``scratch``: per node, the free milli-GPUs less
+    those held (may be below 0), ``clamped`` the same at least 0: the caller's copies, which this
+    changes. ``ends``: (end, index, job), ascending.
 
-    ``place`` is asked only when the group's GPUs left (free less held, at least 0 per node) add
-    up to the job's: no placement fits a job on fewer GPUs, so the answer is the same as asking
-    at every end (and the clamped free list is kept up to date node by node, not rebuilt)."""
+    ``place`` is asked only when the group's GPUs left (free less held, at least 0 per node) hold
+    as many workers as the job has, counting each node's whole workers (``slots``): a placement puts
+    each worker on one node with room for it (placement.py's contract), so with fewer it fails, and
+    the trial placement asked here changes nothing when it fails. So the answer is the same as
+    asking at every end (the clamped free list and the slots are kept up to date node by node, not
+    rebuilt)."""
     members = set(group)
-    scratch = [f - h for f, h in zip(free, held)]
-    clamped = [x if x > 0 else 0 for x in scratch]
-    need = per_worker * workers
-    total = sum(clamped[n] for n in members)
-    if total >= need:
+    unit = per_worker if per_worker > 0 else 0  # (no job asks for 0 GPUs a worker: then any node holds any)
+    slots = sum(clamped[n] // unit for n in members) if unit else workers
+    if slots >= workers:
         nodes = place(group, per_worker, workers, list(clamped))
         if nodes is not None:
             return now, nodes
     i = 0
-    while i < len(ends):
+    count = len(ends)
+    while i < count:
         t = ends[i][0]
         grew = False
-        while i < len(ends) and ends[i][0] == t:
-            job = ends[i][1]
+        while i < count and ends[i][0] == t:
+            job = ends[i][2]
             i += 1
             for n in job.running_nodes:
                 if n in members:
                     scratch[n] += job.run_share
                     value = scratch[n] if scratch[n] > 0 else 0
-                    total += value - clamped[n]
+                    if unit:
+                        slots += value // unit - clamped[n] // unit
                     clamped[n] = value
                     grew = True
-        if grew and total >= need:
+        if grew and slots >= workers:
             nodes = place(group, per_worker, workers, list(clamped))
             if nodes is not None:
                 return max(t, now), nodes

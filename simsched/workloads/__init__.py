@@ -78,7 +78,7 @@ def load_jobs(spec, fleet: Fleet, seed: int) -> tuple[pd.DataFrame, SkipReport]:
     -> ``jobs_limit`` (first N by submit) -> field synthesis -> tenant mix -> reference GPU type.
     """
     ctx = ReadContext(strict=spec.strict, clusters=tuple(fleet.cluster_names), gpu_types=tuple(fleet.gpu_types))
-    params = Params(spec.params, "workload", spec.params_file)
+    params = Params(spec.params, "workload", spec.params_file, spec.base_dir)
     params.allow(*spec.known_keys)  # the scenario's own workload keys, so "valid keys" lists them
     if spec.source == "synthetic":
         df = generators_registry()[spec.generator](params, stream(seed, "workload"), fleet)

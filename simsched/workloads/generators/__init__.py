@@ -1,5 +1,5 @@
 """Seeded workload generators (SPEC §5); importing this package registers them all."""
 
-from simsched.workloads.generators import gavel, helios, pai, paper, philly, venus
+from simsched.workloads.generators import gavel, helios, helios_demand, pai, paper, philly, venus
 
-__all__ = ["gavel", "helios", "pai", "paper", "philly", "venus"]
+__all__ = ["gavel", "helios", "helios_demand", "pai", "paper", "philly", "venus"]
