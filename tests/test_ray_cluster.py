@@ -344,3 +344,33 @@ def test_which_ray_an_executor_starts_or_joins(monkeypatch, given, env, expected
             pass
     assert calls[0]["address"] == expected
     assert ("num_cpus" in calls[0]) == (expected == "local")
+
+
+def test_sigterm_to_a_driver_on_ray_ends_like_one_without_ray(tmp_path: Path, cluster) -> None:
+    """ray.init replaces the SIGTERM handler simsched installed (a sys.exit and Ray's C++ failure-signal
+    dump): the executor puts it back, so Slurm's or timeout's SIGTERM gives exit 143 and the
+    `interrupted:` line, and not a line of Ray's dump, even under --quiet."""
+    import signal
+
+    nodes, _ = cluster
+    (tmp_path / "a.toml").write_text(SCENARIO)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    driver = subprocess.Popen([sys.executable, "-m", "simsched", "experiment", "spec.toml", "--out", str(out),
+                               "--executor", "ray", "--address", nodes.address, "--quiet"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and driver.poll() is None:
+        if (out / "results.csv").exists() and (out / "results.csv").read_text().count("\n") - 1 >= 1:
+            break
+        time.sleep(0.1)
+    assert driver.poll() is None, "the experiment ended before the driver could be signalled"
+    driver.send_signal(signal.SIGTERM)
+    stdout, stderr = driver.communicate(timeout=120)
+    recorded = len(read_results(out))
+    assert driver.returncode == 143, stderr
+    assert stdout == ""
+    assert stderr.splitlines() == [f"interrupted: {recorded} of 24 runs recorded in {out}; "
+                                   "run again with --resume to finish"], stderr
+    assert "SIGTERM received" not in stderr and "***" not in stderr

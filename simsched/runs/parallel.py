@@ -78,11 +78,12 @@ class TaskRunner:
             # would join that one, and refuse num_cpus.
             address = self.address or os.environ.get("RAY_ADDRESS") or None
             try:
-                if address:
-                    ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-                else:
-                    ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                             log_to_driver=False, logging_level=logging.WARNING)
+                with interrupts.kept():  # ray.init replaces the SIGTERM handler (interrupts.kept says how)
+                    if address:
+                        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+                    else:
+                        ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
+                                 log_to_driver=False, logging_level=logging.WARNING)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; report it as one line
                 where = f"at {address!r}" if address else "locally"
                 raise InputError(f"could not start or reach Ray {where}: {exc}") from None
