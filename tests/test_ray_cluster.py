@@ -374,3 +374,49 @@ def test_sigterm_to_a_driver_on_ray_ends_like_one_without_ray(tmp_path: Path, cl
     assert stderr.splitlines() == [f"interrupted: {recorded} of 24 runs recorded in {out}; "
                                    "run again with --resume to finish"], stderr
     assert "SIGTERM received" not in stderr and "***" not in stderr
+
+
+def test_a_wrong_address_is_one_line_and_exit_2_without_rays_retries(tmp_path: Path) -> None:
+    """--address 127.0.0.1:1 (nothing listens there): Ray alone retried for minutes, printing "Failed
+    to connect to GCS" lines even under --quiet. The driver tries the port first (a bounded connect)
+    and gives the documented error in one line."""
+    (tmp_path / "a.toml").write_text(SCENARIO)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-m", "simsched", "experiment", "spec.toml", "--out", "out",
+                           "--executor", "ray", "--address", "127.0.0.1:1", "--quiet"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: could not start or reach Ray at '127.0.0.1:1': "
+                                                   "nothing answers at "), done.stderr
+    assert "Connection refused" in lines[0] and "GCS" not in lines[0]
+
+
+@pytest.mark.parametrize("address, reason", [
+    ("127.0.0.1", "not an address of the form HOST:PORT"),
+    ("127.0.0.1:99999", "not an address of the form HOST:PORT"),
+    ("127.0.0.1:1", "nothing answers at"),
+    ("auto", None),  # Ray finds it itself
+    ("ray://10.0.0.1:10001", None),  # Ray Client: Ray's own protocol
+])
+def test_which_addresses_are_tried_before_ray_joins_them(address, reason) -> None:
+    from simsched.runs.parallel import unreachable
+
+    said = unreachable(address)
+    assert (said is None) if reason is None else said.startswith(reason), said
+
+
+def test_a_private_ray_under_quiet_prints_nothing(tmp_path: Path, monkeypatch) -> None:
+    """No --address: simsched starts a Ray of its own, which logs that token authentication is on for
+    it. Under --quiet not a line of that reaches the terminal."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (tmp_path / "a.toml").write_text(SCENARIO.replace("jobs = 400", "jobs = 40"))
+    (tmp_path / "spec.toml").write_text(SPEC.replace("seeds = 8", "seeds = 1"))
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-m", "simsched", "experiment", "spec.toml", "--out", "out",
+                           "--executor", "ray", "--workers", "1", "--quiet"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == ""
+    assert len(read_results(tmp_path / "out")) == 3

@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from typing import Any
 
@@ -36,6 +40,97 @@ EXECUTORS: tuple[str, ...] = ("local", "ray")
 #: tasks :meth:`TaskRunner.imap_unordered` keeps in flight on Ray (at least; 4 per cluster CPU on a
 #: bigger cluster): the driver's memory then depends on the cluster, not on the number of tasks
 RAY_WINDOW = 256
+
+
+#: seconds the driver waits for the host of ``--address`` to accept a connection (issue 39: a wrong
+#: address made Ray retry for minutes)
+CONNECT_TIMEOUT_S = 10.0
+
+
+def unreachable(address: str) -> str | None:
+    """Why nothing can answer at a Ray ``address`` of the form ``host:port``, or None when its port
+    accepts a connection within :data:`CONNECT_TIMEOUT_S` (or the address is another form:
+    ``auto``, ``ray://...``, which Ray resolves itself). The host is resolved as Ray resolves it
+    (``127.0.0.1`` is this node's address)."""
+    if address in ("auto", "local") or "://" in address:
+        return None
+    host, colon, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return "not an address of the form HOST:PORT (or auto)"
+    try:
+        from ray._private.services import canonicalize_bootstrap_address  # Ray's own resolution of localhost
+
+        canonical = canonicalize_bootstrap_address(address) or address
+        host, _, port = canonical.rpartition(":")
+        host = host.strip("[]")
+    except Exception:  # noqa: BLE001 - another Ray version: connect to the address as given
+        pass
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except TimeoutError:
+        return (f"no answer from {host}:{port} within {CONNECT_TIMEOUT_S:g} s; check the host, the port "
+                "(`ray start --head` prints it) and the firewall")
+    except OSError as exc:
+        return (f"nothing answers at {host}:{port} ({exc.strerror or exc}); is the cluster started "
+                "(`ray start --head`), and is this its address?")
+
+
+@contextmanager
+def _one_connect_attempt() -> Iterator[None]:
+    """Let ``ray.init`` try to join a cluster once (about 35 s at worst), not 20 times: a port that
+    accepts connections but is no Ray cluster made it retry for minutes. A value the user set wins."""
+    name = "RAY_gcs_server_port_wait_time_s"
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+@contextmanager
+def _stderr_aside(kept: list[str]) -> Iterator[None]:
+    """Keep what Ray's C++ core writes on stderr while it connects ("Failed to connect to GCS ...",
+    once per attempt, even under ``--quiet``) out of the terminal; its lines go to ``kept``. The
+    failure, if any, is reported as one line by the caller."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no real stderr (a test's capture): nothing to keep aside
+        yield
+        return
+    with tempfile.TemporaryFile() as aside:
+        os.dup2(aside.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            aside.seek(0)
+            kept += aside.read().decode(errors="replace").splitlines()
+
+
+class _TokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.getMessage()).startswith("Token authentication is")
+
+
+@contextmanager
+def _without_token_notice() -> Iterator[None]:
+    """A private Ray (no ``--address``) logs that token authentication is on for the cluster it
+    starts: that cluster lives on this machine for this command only, so there is nothing to act on,
+    and the notice broke ``--quiet``. It is dropped; every other message of Ray's stays."""
+    logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    notice = _TokenNotice()
+    logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
 
 
 class TaskRunner:
@@ -77,15 +172,22 @@ class TaskRunner:
             # ("local"), even when `ray start` left a cluster on this machine: a bare ray.init()
             # would join that one, and refuse num_cpus.
             address = self.address or os.environ.get("RAY_ADDRESS") or None
+            where = f"at {address!r}" if address else "locally"
             try:
                 with interrupts.kept():  # ray.init replaces the SIGTERM handler (interrupts.kept says how)
                     if address:
-                        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+                        reason = unreachable(address)
+                        if reason:
+                            raise InputError(f"could not start or reach Ray {where}: {reason}")
+                        with _one_connect_attempt(), _stderr_aside(self.ray_messages):
+                            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
                     else:
-                        ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
-                                 log_to_driver=False, logging_level=logging.WARNING)
+                        with _without_token_notice():
+                            ray.init(address="local", num_cpus=self.workers, include_dashboard=False,
+                                     log_to_driver=False, logging_level=logging.WARNING)
+            except InputError:
+                raise
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; report it as one line
-                where = f"at {address!r}" if address else "locally"
                 raise InputError(f"could not start or reach Ray {where}: {exc}") from None
             self._ray_owned = True
             self._route_ray_messages()
