@@ -420,3 +420,56 @@ def test_a_private_ray_under_quiet_prints_nothing(tmp_path: Path, monkeypatch) -
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
     assert len(read_results(tmp_path / "out")) == 3
+
+
+def test_a_run_whose_worker_dies_on_every_retry_is_a_resource_failure_and_the_others_are_kept(
+        tmp_path: Path, cluster, monkeypatch) -> None:
+    """The worker running seed 2 dies each time (Ray retries it three times, then gives up with
+    WorkerCrashedError). That is not a bug in simsched: every other run is recorded, the error names
+    the lost runs, says the rows are kept and that --resume runs the rest, and is a ResourceFailure
+    (the CLI's exit 74). --resume then runs only the lost ones."""
+    import simsched.runs.experiment.runner as runner_module
+    from simsched.runs.experiment.runner import RunsLost
+    from tests.helpers import ends_its_worker_on_seed_2
+
+    nodes, _ = cluster
+    (tmp_path / "a.toml").write_text(SCENARIO.replace("jobs = 400", "jobs = 60"))
+    (tmp_path / "spec.toml").write_text(SPEC.replace("seeds = 8", "seeds = 3"))
+    spec = load_spec(tmp_path / "spec.toml")
+    real = runner_module.execute_guarded
+    monkeypatch.setattr(runner_module, "execute_guarded", ends_its_worker_on_seed_2)
+    with pytest.raises(RunsLost) as lost:
+        run_experiment(spec, tmp_path / "out", executor="ray", address=nodes.address)
+    message = str(lost.value)
+    assert message.startswith("3 of 9 runs lost on Ray, the first fifo on a (seed 2): the worker running it died "
+                              "on every one of Ray's retries (WorkerCrashedError"), message
+    assert "not a bug in simsched" in message
+    assert message.endswith(f"6 of 9 runs are recorded in {tmp_path / 'out'}; run again with --resume to run the rest")
+    assert sorted(read_results(tmp_path / "out")["seed"]) == [1, 1, 1, 3, 3, 3]
+    monkeypatch.setattr(runner_module, "execute_guarded", real)
+    again = run_experiment(spec, tmp_path / "out", executor="ray", address=nodes.address, resume=True)
+    assert (again.skipped, again.ran) == (6, 3)
+
+
+def test_compare_keep_going_ranks_the_runs_ray_did_not_lose(tmp_path: Path, cluster, monkeypatch) -> None:
+    """compare --keep-going on Ray: a run whose worker dies on every retry becomes a failed row naming
+    the cause, and the others are ranked; without --keep-going it is a ResourceFailure keeping the
+    finished rows."""
+    import simsched.runs.compare as compare_module
+    from simsched.runs.compare import RunsLost, compare_spec, run_compare
+    from tests.helpers import compare_run_ending_its_worker_on_seed_2
+
+    nodes, _ = cluster
+    (tmp_path / "a.toml").write_text(SCENARIO.replace("jobs = 400", "jobs = 60"))
+    spec = compare_spec(tmp_path / "a.toml", schedulers=["fifo", "sjf"], seeds=2)
+    monkeypatch.setattr(compare_module, "run_task_guarded", compare_run_ending_its_worker_on_seed_2)
+    result = run_compare(spec, executor="ray", address=nodes.address, keep_going=True)
+    assert [(f["scheduler"], f["seed"]) for f in result.failed] == [("fifo", 2), ("sjf", 2)]
+    assert all(f["error"].startswith("lost on Ray: its worker died on every retry (WorkerCrashedError")
+               for f in result.failed)
+    assert sorted(result.runs["seed"]) == [1, 1]
+    with pytest.raises(RunsLost) as lost:
+        run_compare(spec, executor="ray", address=nodes.address)
+    assert str(lost.value).startswith("compare: the worker running fifo on ")
+    assert "(seed 2) died on every one of Ray's retries (WorkerCrashedError" in str(lost.value)
+    assert [row["seed"] for row in lost.value.rows] == [1, 1]

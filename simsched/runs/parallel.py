@@ -32,7 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_complete
 from typing import Any
 
 from simsched.core import interrupts
-from simsched.core.errors import InputError
+from simsched.core.errors import InputError, ResourceFailure
 from simsched.core.extras import install_hint
 from simsched.core.interrupts import worker_setup
 
@@ -131,6 +131,24 @@ def _without_token_notice() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(notice)
+
+
+class TasksLost(ResourceFailure):
+    """Ray gave up on some tasks: the worker process or node that ran each died more often than Ray
+    retries a task (three retries: out of memory, a node lost, a process killed). ``lost``: (task
+    index, Ray's reason on one line) in task order; ``results``: with :meth:`TaskRunner.map`, every
+    task's result, None for a lost one. The other tasks ran to their end first."""
+
+    def __init__(self, lost: list[tuple[int, str]], results: list[Any] | None = None) -> None:
+        self.lost = sorted(lost)
+        self.results = results
+        first = self.lost[0][1]
+        super().__init__(f"Ray's retries ran out for {len(lost)} task{'s' * (len(lost) != 1)}: {first}")
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 class TaskRunner:
@@ -327,6 +345,7 @@ class TaskRunner:
             remote = self._ray.remote(fn)
             window = max(RAY_WINDOW, 4 * int(self._ray.cluster_resources().get("CPU", 0)))
             index: dict[Any, int] = {}  # the tasks in flight; a finished one is dropped, so Ray frees it
+            lost: list[tuple[int, str]] = []
             submitted = 0
             while submitted < len(tasks) or index:
                 while submitted < len(tasks) and len(index) < window:
@@ -336,7 +355,15 @@ class TaskRunner:
                 if not ready and on_wait:
                     on_wait()
                 for ref in ready:
-                    yield index.pop(ref), self._ray.get(ref)
+                    position = index.pop(ref)
+                    try:
+                        value = self._ray.get(ref)
+                    except self._lost_kinds() as exc:  # the others go on; the lost ones are named at the end
+                        lost.append((position, _reason(exc)))
+                        continue
+                    yield position, value
+            if lost:
+                raise TasksLost(lost)
             return
         if self.workers == 1:
             for i, task in enumerate(tasks):
@@ -369,8 +396,27 @@ class TaskRunner:
                     on_task(refs.index(ref))
             if on_result:
                 on_result(done)
-        results = ray.get(refs)
+        results: list[Any] = []
+        lost: list[tuple[int, str]] = []
+        for index, ref in enumerate(refs):
+            try:
+                results.append(ray.get(ref))
+            except self._lost_kinds() as exc:
+                lost.append((index, _reason(exc)))
+                results.append(None)
         if on_each:
+            gone = {index for index, _ in lost}
             for index, result in enumerate(results):
-                on_each(index, result)
+                if index not in gone:
+                    on_each(index, result)
+        if lost:
+            raise TasksLost(lost, results)
         return results
+
+    def _lost_kinds(self) -> tuple[type[BaseException], ...]:
+        """Ray's errors for a task it gave up on because a process or node died (not an error the task
+        raised: that one is the task's own and propagates as it is)."""
+        errors = self._ray.exceptions
+        names = ("WorkerCrashedError", "NodeDiedError", "ObjectLostError", "OutOfMemoryError",
+                 "LocalRayletDiedError", "TaskUnschedulableError")
+        return tuple(getattr(errors, name) for name in names if hasattr(errors, name))
