@@ -473,3 +473,40 @@ def test_compare_keep_going_ranks_the_runs_ray_did_not_lose(tmp_path: Path, clus
     assert str(lost.value).startswith("compare: the worker running fifo on ")
     assert "(seed 2) died on every one of Ray's retries (WorkerCrashedError" in str(lost.value)
     assert [row["seed"] for row in lost.value.rows] == [1, 1]
+
+
+def test_a_cluster_without_cpus_is_said_once_and_the_runs_go_on_when_a_node_joins(
+        tmp_path: Path, monkeypatch) -> None:
+    """A head that runs no task and no worker node (the only one died): the tasks wait. After the grace
+    period the driver says so once (it said nothing before, and nothing at all under --quiet); when a
+    node with a CPU joins, every run finishes."""
+    import threading
+
+    import simsched.runs.parallel as parallel
+
+    monkeypatch.setattr(parallel, "NO_CPU_GRACE_S", 2.0)
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        (tmp_path / "a.toml").write_text(SCENARIO.replace("jobs = 400", "jobs = 40"))
+        (tmp_path / "spec.toml").write_text(SPEC.replace("seeds = 8", "seeds = 1"))
+        said: list[str] = []
+        runs: list = []
+        # the driver waits in a thread; this one adds the node (Ray adds nodes from the main thread only)
+        driver = threading.Thread(target=lambda: runs.append(run_experiment(
+            load_spec(tmp_path / "spec.toml"), tmp_path / "out", executor="ray", address=nodes.address,
+            notify=said.append)), daemon=True)
+        driver.start()
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and driver.is_alive() and not said:
+            time.sleep(0.1)
+        assert driver.is_alive(), "the driver ended before any node could run its tasks"
+        nodes.add_node(num_cpus=1)
+        driver.join(timeout=240)
+        run = runs[0]
+        assert len(run.results) == 3
+        warned = [line for line in said if "can run tasks" in line]
+        assert len(warned) == 1 and warned[0].startswith("warning: no node of the Ray cluster can run tasks (no CPU "
+                                                         "alive for ")
+        assert "3 tasks wait for a node with CPUs to join" in warned[0]
+    finally:
+        nodes.shutdown()

@@ -42,6 +42,10 @@ EXECUTORS: tuple[str, ...] = ("local", "ray")
 RAY_WINDOW = 256
 
 
+#: seconds tasks may wait on a Ray cluster with no CPU alive (its only worker node died) before the
+#: driver says so, once (issue 39: it waited silently, forever under --quiet)
+NO_CPU_GRACE_S = 60.0
+
 #: seconds the driver waits for the host of ``--address`` to accept a connection (issue 39: a wrong
 #: address made Ray retry for minutes)
 CONNECT_TIMEOUT_S = 10.0
@@ -154,7 +158,8 @@ def _reason(exc: BaseException) -> str:
 class TaskRunner:
     """``map(fn, tasks)`` over an executor; use as a context manager so workers are shut down."""
 
-    def __init__(self, executor: str = "local", workers: int = 1, address: str | None = None) -> None:
+    def __init__(self, executor: str = "local", workers: int = 1, address: str | None = None,
+                 notify: Callable[[str], None] | None = None) -> None:
         if executor not in EXECUTORS:
             raise InputError(f'"executor" must be one of {", ".join(EXECUTORS)}, got {executor!r}')
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -171,6 +176,10 @@ class TaskRunner:
         self.ray_messages: list[str] = []  # what the Ray cluster told the driver (not printed)
         self._restore_printer: Callable[[], None] | None = None
         self._status: tuple[float, str] | None = None  # (monotonic time, text) of the last cluster_status
+        # a warning line for the user (default: stderr); the cluster without CPUs is said once
+        self.notify = notify or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._no_cpu_since: float | None = None
+        self._said_no_cpu = False
 
     def __enter__(self) -> TaskRunner:
         if self.executor == "ray":
@@ -351,9 +360,11 @@ class TaskRunner:
                 while submitted < len(tasks) and len(index) < window:
                     index[remote.remote(*tasks[submitted])] = submitted
                     submitted += 1
-                ready, _ = self._ray.wait(list(index), num_returns=1, timeout=1.0 if on_wait else None)
-                if not ready and on_wait:
-                    on_wait()
+                ready, _ = self._ray.wait(list(index), num_returns=1, timeout=1.0)
+                if not ready:
+                    if on_wait:
+                        on_wait()
+                    self._check_capacity(len(index) + len(tasks) - submitted)
                 for ref in ready:
                     position = index.pop(ref)
                     try:
@@ -389,7 +400,10 @@ class TaskRunner:
         pending = list(refs)
         done = 0
         while pending:
-            ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 50)))
+            ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 50)), timeout=1.0)
+            if not ready:
+                self._check_capacity(len(pending))
+                continue
             done += len(ready)
             if on_task:
                 for ref in ready:
@@ -412,6 +426,28 @@ class TaskRunner:
         if lost:
             raise TasksLost(lost, results)
         return results
+
+    def _check_capacity(self, waiting: int) -> None:
+        """Called while no task finishes: once the cluster has had no CPU for :data:`NO_CPU_GRACE_S`
+        seconds (its only worker node died; a head started with ``--num-cpus 0``), say so, once."""
+        if self._said_no_cpu:
+            return
+        try:
+            cpus = self._ray.cluster_resources().get("CPU", 0)
+        except Exception:  # noqa: BLE001 - the cluster is changing; ask again at the next wait
+            return
+        now = time.monotonic()
+        if cpus > 0:
+            self._no_cpu_since = None
+            return
+        if self._no_cpu_since is None:
+            self._no_cpu_since = now
+        elif now - self._no_cpu_since >= NO_CPU_GRACE_S:
+            self._said_no_cpu = True
+            self.notify(f"warning: no node of the Ray cluster can run tasks (no CPU alive for "
+                        f"{now - self._no_cpu_since:.0f} s); {waiting} task{'s' * (waiting != 1)} wait for a node "
+                        "with CPUs to join (`ray start --address ...`); Ctrl-C stops here, and the results "
+                        "kept so far stay (an experiment continues with --resume)")
 
     def _lost_kinds(self) -> tuple[type[BaseException], ...]:
         """Ray's errors for a task it gave up on because a process or node died (not an error the task

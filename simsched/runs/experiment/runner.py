@@ -249,7 +249,7 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
     if progress:
         progress(skipped, len(tasks))
     try:
-        with TaskRunner(executor, workers, address) as runner:
+        with TaskRunner(executor, workers, address, notify=notify) as runner:
             def tell_status() -> None:
                 text = runner.cluster_status() if status else None
                 if text:
