@@ -510,3 +510,57 @@ def test_a_cluster_without_cpus_is_said_once_and_the_runs_go_on_when_a_node_join
         assert "3 tasks wait for a node with CPUs to join" in warned[0]
     finally:
         nodes.shutdown()
+
+
+LEARN_TRACE_SCENARIO = """name = "tiny-trace"
+seed = 3
+[[cluster]]
+name = "a"
+nodes = [{ count = 1, gpus = 8, gpu_type = "V100" }]
+[[cluster]]
+name = "b"
+nodes = [{ count = 2, gpus = 8, gpu_type = "V100" }]
+[workload]
+source = "csv"
+path = "data/jobs.csv"
+[scheduler]
+policy = "fifo"
+"""
+
+
+def test_learn_on_ray_ships_its_scenario_and_trace(tmp_path: Path, cluster, monkeypatch) -> None:
+    """learn --executor ray: the scenario file and the job CSV it names (a relative name, in a
+    sub-folder) travel with the fitness tasks, so workers that cannot see the driver's folder learn
+    the same function. The folder is deleted once shipped, before any task reaches Ray."""
+    import shutil
+
+    import simsched.learning.gp as gp_module
+    from simsched.learning.gp import LearnConfig, learn
+
+    nodes, _ = cluster
+    checkout = tmp_path / "checkout"
+    (checkout / "data").mkdir(parents=True)
+    rows = [f"{i},{i * 40},{600 + (131 * i) % 2500},{1 + i % 8},1,{1 + i % 3},,," for i in range(60)]
+    (checkout / "data" / "jobs.csv").write_text("job_id,submit,duration,gpus,workers,weight,deadline,"
+                                                "home_cluster,gpu_type\n" + "\n".join(rows) + "\n")
+    scenario = checkout / "tiny.toml"
+    scenario.write_text(LEARN_TRACE_SCENARIO)
+    small = dict(population=8, generations=2, alpha=2, train=3, validation=2, seed=5)
+    serial = learn(scenario, LearnConfig(**small), out=tmp_path / "serial.json", workers=1)
+    real = gp_module.ship_inputs
+    shipped: list = []
+
+    def then_gone(runner, path, loaded):
+        handle = real(runner, path, loaded)
+        shipped.append(handle)
+        shutil.rmtree(checkout)  # from now on only the object store has the scenario and its trace
+        return handle
+
+    monkeypatch.setattr(gp_module, "ship_inputs", then_gone)
+    on_ray = learn(scenario, LearnConfig(**small), out=tmp_path / "ray.json", executor="ray", address=nodes.address)
+    assert not checkout.exists() and shipped and shipped[0] is not None
+    assert on_ray.meta["history"] == serial.meta["history"]
+    assert on_ray.meta["validation"] == serial.meta["validation"]
+    assert gp_module.gp.to_infix(on_ray.best) == gp_module.gp.to_infix(serial.best)
+    # the cluster's CPUs (two worker nodes of one; the head has none), not the driver's
+    assert (on_ray.meta["executor"], on_ray.meta["workers"]) == ("ray", 2)

@@ -320,6 +320,15 @@ class TaskRunner:
             self._start_ray()
         return self._ray.put(value)
 
+    def capacity(self) -> int:
+        """How many tasks run at once: ``workers`` on local processes; on Ray, the cluster's CPUs now
+        (every node's, the head's included; what a learned function's ``meta.workers`` records)."""
+        if self.executor != "ray":
+            return self.workers
+        if self._ray is None:
+            self._start_ray()
+        return int(self._ray.cluster_resources().get("CPU", 0))
+
     def cluster_status(self) -> str | None:
         """``"N nodes, R running, K retried"`` while Ray runs the tasks (nodes alive, CPUs busy, tasks
         retried so far), asked of the cluster at most once a second; None on local processes."""

@@ -145,19 +145,68 @@ def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
     return root
 
 
-def localize(scenario: Any, handle: Handle | None) -> Any:
-    """The scenario as this worker can run it (see the module docstring)."""
-    if handle is None:
-        return scenario
-    digest, holder, cwd = handle
+def _root(handle: Handle) -> Path | None:
+    """The mirror folder of a shipment in this worker process (written on first use), or None when the
+    driver's paths are readable here as they are."""
+    digest, holder, _ = handle
     if digest not in _LOCAL:
         import ray
 
         contents: dict[str, bytes] = ray.get(holder[0])
         visible = all(_same(Path(name), data) for name, data in contents.items())
         _LOCAL[digest] = None if visible else _mirror(digest, contents)
-    root = _LOCAL[digest]
-    return scenario if root is None else rebase(scenario, root, Path(cwd))
+    return _LOCAL[digest]
+
+
+def localize(scenario: Any, handle: Handle | None) -> Any:
+    """The scenario as this worker can run it (see the module docstring)."""
+    if handle is None:
+        return scenario
+    root = _root(handle)
+    return scenario if root is None else rebase(scenario, root, Path(handle[2]))
+
+
+def localize_file(path: str, handle: Handle | None) -> str:
+    """Where this worker reads the driver's file ``path`` (``learn`` ships its scenario file so): the
+    path itself when it is readable here with the driver's bytes, else its copy in the mirror. A
+    scenario loaded from the mirror finds its relative names there; :func:`into_mirror` moves its
+    absolute ones."""
+    if handle is None:
+        return path
+    root = _root(handle)
+    return path if root is None else str(_under(Path(path), root, Path(handle[2])))
+
+
+def into_mirror(scenario: Any) -> Any:
+    """``scenario``, loaded from a file in a mirror of this process, with the absolute file names it
+    holds that lie outside that mirror moved into it (the names relative to the scenario's folder
+    resolve in the mirror already); any other scenario as it is."""
+    path = getattr(scenario, "path", None)
+    if not isinstance(path, Path):
+        return scenario
+    root = next((r for r in _LOCAL.values() if r is not None and path.is_relative_to(r)), None)
+    if root is None:
+        return scenario
+
+    def outside(value: Any) -> Any:
+        if isinstance(value, (str, Path)) and os.path.isabs(value) and Path(value).is_relative_to(root):
+            return value
+        if isinstance(value, (list, tuple, dict)):
+            kind = type(value)
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            moved = {k: outside(v) for k, v in items}
+            return moved if kind is dict else kind(moved.values())
+        return _moved(value, root)
+
+    workload = replace(scenario.workload, path=outside(scenario.workload.path),
+                       params=outside(scenario.workload.params))
+    scheduler = scenario.scheduler
+    policy = scheduler.policy
+    if isinstance(policy, str) and ".py:" in policy:
+        file, _, cls = policy.rpartition(":")
+        policy = f"{outside(file)}:{cls}"
+    scheduler = replace(scheduler, policy=policy, options=outside(scheduler.options))
+    return replace(scenario, workload=workload, scheduler=scheduler)
 
 
 def _under(path: Path, root: Path, cwd: Path) -> Path:
