@@ -22,8 +22,11 @@ sit, so the rows equal a serial run's.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -116,6 +119,44 @@ Handle = tuple[str, list[Any], str]
 #: digest -> the mirror folder (None: the driver's paths are readable as they are), per worker process
 _LOCAL: dict[str, Path | None] = {}
 
+#: a mirror folder unused for this long is removed when a worker on its machine writes another one
+#: (issue 39: they were never cleaned); a worker process that uses a mirror marks it used (its
+#: modification time) at most every :data:`MIRROR_MARK_S` seconds, so a mirror in use is never old
+MIRROR_TTL_S = 24 * 3600.0
+MIRROR_MARK_S = 600.0
+_MARKED: dict[Path, float] = {}  # mirror -> when this process last marked it used (monotonic)
+
+
+def _mark_used(root: Path) -> None:
+    now = time.monotonic()
+    if now - _MARKED.get(root, -math.inf) >= MIRROR_MARK_S:
+        _MARKED[root] = now
+        try:
+            os.utime(root)
+        except OSError:  # removed by hand meanwhile: the task reports the missing file
+            pass
+
+
+def prune_mirrors(mine: Path, keep: str, ttl_s: float = MIRROR_TTL_S) -> list[str]:
+    """Remove the mirror folders under ``mine`` (this user's, mode 0700) not used for ``ttl_s``
+    seconds, but ``keep``; their names."""
+    removed = []
+    now = time.time()
+    try:
+        children = list(mine.iterdir())
+    except OSError:
+        return removed
+    for child in children:
+        try:
+            old = (child.name != keep and not child.is_symlink() and child.is_dir()
+                   and now - child.stat().st_mtime > ttl_s)
+        except OSError:
+            continue
+        if old:
+            shutil.rmtree(child, ignore_errors=True)
+            removed.append(child.name)
+    return removed
+
 
 def _same(path: Path, data: bytes) -> bool:
     try:
@@ -134,6 +175,7 @@ def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
                              "inputs there)")
         if mine.stat().st_mode & 0o077:  # made by hand or by an old umask: others could plant links in it
             os.chmod(mine, 0o700)
+    prune_mirrors(mine, digest)
     root = mine / digest
     for name, data in contents.items():
         target = root / Path(name).relative_to(Path(name).anchor)
@@ -155,7 +197,10 @@ def _root(handle: Handle) -> Path | None:
         contents: dict[str, bytes] = ray.get(holder[0])
         visible = all(_same(Path(name), data) for name, data in contents.items())
         _LOCAL[digest] = None if visible else _mirror(digest, contents)
-    return _LOCAL[digest]
+    root = _LOCAL[digest]
+    if root is not None:
+        _mark_used(root)
+    return root
 
 
 def localize(scenario: Any, handle: Handle | None) -> Any:
