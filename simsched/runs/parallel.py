@@ -27,8 +27,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from contextlib import contextmanager
 from typing import Any
 
 from simsched.core import interrupts
@@ -63,7 +63,8 @@ def unreachable(address: str) -> str | None:
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         return "not an address of the form HOST:PORT (or auto)"
     try:
-        from ray._private.services import canonicalize_bootstrap_address  # Ray's own resolution of localhost
+        # optional extra, imported only here: Ray's own resolution of localhost to this node's address
+        from ray._private.services import canonicalize_bootstrap_address
 
         canonical = canonicalize_bootstrap_address(address) or address
         host, _, port = canonical.rpartition(":")
@@ -115,7 +116,7 @@ def _stderr_aside(kept: list[str]) -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             aside.seek(0)
-            kept += aside.read().decode(errors="replace").splitlines()
+            kept.extend(aside.read().decode(errors="replace").splitlines())
 
 
 class _TokenNotice(logging.Filter):
