@@ -36,3 +36,26 @@ def run_rows(path: Path, **kwargs) -> dict[str, tuple[float, float]]:
 def log(result) -> list[tuple]:
     """The event log as (time, event, job_id, detail) tuples."""
     return [tuple(r) for r in result.events.itertuples(index=False)]
+
+
+def ends_its_worker_on_seed_2(task, *shipped):
+    """An experiment task for Ray tests: the run of seed 2 ends its worker process (as the kernel's OOM
+    killer would) every time it is tried; the others run as usual. Importable by Ray's workers."""
+    import os
+
+    from simsched.runs.experiment.runner import execute_guarded
+
+    if task.seed == 2:
+        os._exit(1)
+    return execute_guarded(task, *shipped)
+
+
+def compare_run_ending_its_worker_on_seed_2(task, *rest):
+    """A compare task for Ray tests: as :func:`ends_its_worker_on_seed_2`, around run_task_guarded."""
+    import os
+
+    from simsched.runs.compare import run_task_guarded
+
+    if task.seed == 2:
+        os._exit(1)
+    return run_task_guarded(task, *rest)

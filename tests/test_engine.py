@@ -321,3 +321,59 @@ def test_a_two_worker_job_on_one_node_is_refused():
     engine = Engine(fleet, [JobSpec("J", 0, 10, 16, 2)], OneNodeForTwoWorkers())
     with pytest.raises(DecisionError, match="'J' needs 2 nodes"):
         engine.run()
+
+
+# -- work at a speed other than 1, and the over-allocation check (mutants of simsched/core/engine.py) --
+def _one_fast_node(jobs, policy, gpus: int = 1, **config):
+    """One node of ``gpus`` GPUs of a type twice as fast as the jobs' reference type "slow"."""
+    types = builtin_gpu_types()
+    types["fast"] = types["V100"].__class__("fast", 2.0, 16)
+    types["slow"] = types["V100"].__class__("slow", 1.0, 16)
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, gpus, "fast"),)),), types)
+    return Engine(fleet, jobs, policy, EngineConfig(heterogeneous=True, **config))
+
+
+def test_a_preempted_job_on_a_faster_type_keeps_the_work_it_did_at_that_speed():
+    """A has 100 s of work on its reference type "slow" and runs on a "fast" node (speed 2) from 0:
+    at 30, when U preempts it, it has done 30 x 2 = 60 s of work and 40 s are left. It restarts at 40,
+    when U (20 s of slow work, 10 s at speed 2) ends, with a 5 s penalty, then needs 40 / 2 = 20 s: it ends at 40 + 5 + 20 = 65, not at 40 + 5 + 70 / 2 = 80 as
+    if its first 30 s had counted at speed 1. Between, at 50, the view's remaining time of A is
+    40 - (50 - 40 - 5) x 2 = 30 s of reference work; its GPU time is every second held: 30 + 25."""
+    jobs = [JobSpec("A", 0, 100, 1, 1, gpu_type="slow"), JobSpec("U", 30, 20, 1, 1, gpu_type="slow"),
+            JobSpec("W", 50, 1, 1, 1, gpu_type="slow")]
+    policy = RecordingUrgent()
+    engine = _one_fast_node(jobs, policy, restart_penalty_s=5.0)
+    assert engine.run()
+    assert engine.events == [
+        (0.0, "arrive", "A", ""), (0.0, "start", "A", "0"),
+        (30.0, "arrive", "U", ""), (30.0, "preempt", "A", ""), (30.0, "start", "U", "0"),
+        (40.0, "finish", "U", ""), (40.0, "start", "A", "0"),  # U: 20 s of slow work at speed 2
+        (50.0, "arrive", "W", ""),
+        (65.0, "finish", "A", ""), (65.0, "start", "W", "0"),
+        (65.5, "finish", "W", ""),
+    ]
+    assert [(t, r) for t, j, r in policy.seen if j == "A" and t == 50.0] == [(50.0, 30.0)]
+    a = engine.by_id["A"]
+    assert (a.end, a.preemptions, a.gpu_seconds) == (65.0, 1, 30.0 + 25.0)
+
+
+class StartEverythingOnNodeZero:
+    """A user policy's mistake: every queued job on node 0, whatever is free there."""
+
+    def decide(self, view):
+        return Decision(tuple(Start(job.job_id, (0,)) for job in view.queue))
+
+
+def test_a_start_one_gpu_beyond_the_free_ones_is_refused_with_the_numbers():
+    """One 4-GPU node: A (3 GPUs) runs from 0; at 1 the policy starts B (2 GPUs) on the same node, where
+    1 GPU is free. By one GPU, not by many: the engine refuses it and says so exactly."""
+    import pytest
+
+    from simsched.core.errors import DecisionError
+
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 4, "V100"),)),), builtin_gpu_types())
+    engine = Engine(fleet, [JobSpec("A", 0, 10, 3, 1), JobSpec("B", 1, 10, 2, 1)], StartEverythingOnNodeZero())
+    with pytest.raises(DecisionError) as refused:
+        engine.run()
+    assert str(refused.value) == "starting job 'B' would over-allocate node 0: needs 2 GPUs, 1 free"
+    assert engine.free == [1000] and engine.by_id["B"].status == "queued"

@@ -363,3 +363,35 @@ def test_a_signal_held_across_a_fork_is_raised_in_the_child():
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         interrupts._state.update(received=None, deferring=0, watchdog=False, held=None)
+
+
+def test_handlers_replaced_by_a_library_are_put_back():
+    """interrupts.kept() around ray.init: a library that sets its own SIGTERM handler (Ray's
+    ``sys.exit(signum)``) leaves simsched's in place after the block, and a SIGTERM that reached the
+    library's handler inside the block is an Interrupted (exit 143), not SystemExit(15)."""
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def library_handler(signum, frame):
+        sys.exit(signum)
+
+    try:
+        interrupts.install()
+        with interrupts.kept():
+            signal.signal(signal.SIGTERM, library_handler)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        assert signal.getsignal(signal.SIGTERM) is interrupts._handler
+        assert signal.getsignal(signal.SIGINT) is interrupts._handler
+        with pytest.raises(interrupts.Interrupted) as caught:
+            with interrupts.kept():
+                signal.signal(signal.SIGTERM, library_handler)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+        assert caught.value.signum == signal.SIGTERM and interrupts.exit_code(caught.value) == 143
+        assert signal.getsignal(signal.SIGTERM) is interrupts._handler
+        with pytest.raises(SystemExit):  # a SystemExit of the block's own is not a signal
+            with interrupts.kept():
+                sys.exit(3)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        interrupts._state.update(received=None, deferring=0, watchdog=False, held=None)

@@ -216,3 +216,30 @@ def test_the_contended_runs_meet_every_kind_of_reclaim():
     seen = CheckedReclaim.seen
     assert seen["reclaims"] > 0 and seen["victims"] > seen["reclaims"], seen
     assert seen["exact fits"] > 0 and seen["failed"] > 0, seen
+
+
+def test_a_walk_that_gives_a_victim_back_twice_refunds_it_once():
+    """Admission.release is the walk's way to give a preempted job's GPUs back to its tenant within the
+    decision; a walk may meet the same victim again (another option of its job, a user's walk), and the
+    refund is counted once. One 8-GPU node, quotas a 4, b 4: v (b, one worker of 8 GPUs) holds all 8,
+    b borrowing 4. Once v is given back, b's room is its quota, 4;
+    a second refund would make it 12 and admit an 8-GPU job of b beyond its quota."""
+    from types import SimpleNamespace
+
+    from simsched.core.model import to_milli
+    from simsched.policies.quota import Admission
+
+    quotas = (TenantQuota("a", 4.0), TenantQuota("b", 4.0))
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 8, "V100"),), tenants=quotas),), builtin_gpu_types())
+    tenancy = build_tenancy(fleet, "borrow", "preempt")
+    tenancy.hold("b", 0, "V100", to_milli(8))
+    victim = SimpleNamespace(job_id="v", tenant="b", running_cluster=0, gpu_type_used="V100", run_share=to_milli(8),
+                             workers=1)
+    admission = Admission(Staged(tenancy), borrow=True)
+    assert admission.staged.room("b", 0, "V100") == to_milli(-4)
+    admission.release(victim)
+    assert admission.staged.room("b", 0, "V100") == to_milli(4)
+    admission.release(victim)  # the same victim again: nothing more comes back
+    assert admission.staged.room("b", 0, "V100") == to_milli(4)
+    assert not admission.staged.admits("b", 0, "V100", to_milli(8))
+    assert admission.released == {"v"}

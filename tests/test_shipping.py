@@ -67,3 +67,32 @@ def test_relative_scenario_paths_resolve_against_the_drivers_folder(tmp_path: Pa
     scenario = load_scenario(Path("c/s.toml"))
     moved = rebase(scenario, tmp_path / "mirror", tmp_path)
     assert moved.path == tmp_path / "mirror" / str(tmp_path / "c" / "s.toml").lstrip("/")
+
+
+def test_mirrors_unused_for_a_day_are_removed_when_another_is_written(tmp_path: Path, monkeypatch) -> None:
+    """Mirror folders were never cleaned. Writing a mirror removes this user's mirrors unused for more
+    than MIRROR_TTL_S (a worker marks the mirror it uses at most every MIRROR_MARK_S), and keeps the
+    others: a mirror in use is never that old."""
+    import os
+    import tempfile
+    import time
+
+    from simsched.runs import shipping
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine = tmp_path / f"simsched-inputs-{os.getuid()}"
+    mine.mkdir(mode=0o700)
+    old, recent = mine / "old0123456789abc", mine / "recent0123456789"
+    for folder in (old, recent):
+        (folder / "data").mkdir(parents=True)
+        (folder / "data" / "jobs.csv").write_text("x\n")
+    day = shipping.MIRROR_TTL_S
+    os.utime(old, (time.time() - day - 60, time.time() - day - 60))
+    os.utime(recent, (time.time() - day + 3600, time.time() - day + 3600))
+    root = shipping._mirror("new0123456789abc", {str(tmp_path / "c" / "a.csv"): b"a\n"})
+    assert sorted(p.name for p in mine.iterdir()) == ["new0123456789abc", "recent0123456789"]
+    assert (root / str(tmp_path / "c" / "a.csv").lstrip("/")).read_bytes() == b"a\n"
+    # a worker that uses the recent one marks it used: it is young again
+    shipping._MARKED.pop(recent, None)
+    shipping._mark_used(recent)
+    assert time.time() - recent.stat().st_mtime < 60

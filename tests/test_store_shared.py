@@ -305,3 +305,34 @@ def test_outputs_get_the_mode_open_would_give_under_the_umask(tmp_path: Path, um
     finally:
         os.umask(old)
     assert (path.stat().st_mode & 0o777) == (plain.stat().st_mode & 0o777) == 0o666 & ~umask
+
+
+def test_runs_ray_gave_up_on_are_one_line_exit_74_and_resume_runs_them(tmp_path: Path, capsys,
+                                                                        monkeypatch) -> None:
+    """When Ray's retries run out for a run (its worker died each time: WorkerCrashedError), the
+    executor names it after the other runs finished (simsched.runs.parallel.TasksLost). The CLI says
+    so on one line, as a resource failure (exit 74, not "a bug in simsched"), with the rows kept and
+    --resume to run the rest. Here the executor is stood in for: the second task is lost."""
+    from simsched.core.atomic import RESOURCE_EXIT
+    from simsched.runs.experiment import runner as runner_module
+    from simsched.runs.parallel import TaskRunner, TasksLost
+
+    class LosesTheSecond(TaskRunner):
+        def imap_unordered(self, fn, tasks, on_wait=None):
+            for i, task in enumerate(tasks):
+                if i != 1:
+                    yield i, fn(*task)
+            raise TasksLost([(1, "WorkerCrashedError: The worker died unexpectedly")])
+
+    spec, out = _spec(tmp_path, seeds=3), tmp_path / "out"
+    monkeypatch.setattr(runner_module, "TaskRunner", LosesTheSecond)
+    assert main(["experiment", str(spec), "--out", str(out), "--quiet", "--workers", "1"]) == RESOURCE_EXIT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("error: 1 of 6 runs lost on Ray, the first ")
+    assert "(WorkerCrashedError: The worker died unexpectedly)" in err[0] and "not a bug in simsched" in err[0]
+    assert err[0].endswith(f"5 of 6 runs are recorded in {out}; run again with --resume to run the rest")
+    assert len(read_results(out)) == 5
+    monkeypatch.setattr(runner_module, "TaskRunner", TaskRunner)
+    assert main(["experiment", str(spec), "--out", str(out), "--quiet", "--workers", "1", "--resume"]) == 0
+    assert len(read_results(out)) == 6

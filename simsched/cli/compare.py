@@ -29,6 +29,7 @@ from simsched.present.report import wide_console
 from simsched.runs.compare import (
     COMPARE_FILES,
     CompareInterrupted,
+    RunsLost,
     WorkerDied,
     compare_spec,
     run_compare,
@@ -144,6 +145,14 @@ def compare_command(argv: list[str]) -> int:
                 write_partial(args.out, exc, command)
             raise InputError(f"{exc} ({len(exc.rows)} of {exc.total} runs finished"
                              + (f", kept in {args.out}, marked PARTIAL)" if args.out else ")")) from None
+        except RunsLost as exc:  # Ray's retries ran out for a run: the cluster's resources, finished runs kept
+            if args.out:
+                command = _command("compare", *(a for a in argv if a not in ("--resume", "--debug")))
+                write_partial(args.out, exc, command)
+            raise RunsLost(f"{exc} ({len(exc.rows)} of {exc.total} runs finished"
+                           + (f", kept in {args.out}, marked PARTIAL; continue with --resume)" if args.out else
+                              "; give --out DIR to keep finished runs and --resume later, or --keep-going to rank "
+                              "the rest)"), exc.rows, exc.total) from None
         except CompareInterrupted as exc:
             code = exit_code(exc)
             what = "terminated" if code == 143 else "interrupted"

@@ -21,7 +21,7 @@ from simsched.cli.args import positive_int as _positive_int
 from simsched.config.resolve import scenario_path as _scenario_path
 from simsched.config.scenario import load_scenario
 from simsched.core.atomic import check_out_file
-from simsched.core.errors import InputError
+from simsched.core.errors import InputError, ResourceFailure
 from simsched.core.inputs import check_outputs, note_read, scenario_inputs
 from simsched.core.interrupts import exit_code
 from simsched.learning.gp import (
@@ -33,7 +33,7 @@ from simsched.learning.gp import (
 )
 from simsched.present.plots.draw import draw
 from simsched.runs.experiment.lock import FolderLock
-from simsched.runs.parallel import EXECUTORS
+from simsched.runs.parallel import EXECUTORS, TasksLost
 
 
 def _parser() -> _Parser:
@@ -123,6 +123,10 @@ def learn_command(argv: list[str]) -> int:
                                runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=_clock(p.eta_s))
 
                 result = learn(args.scenario, config, progress=show, **kwargs)
+    except TasksLost as exc:  # Ray's retries ran out for a fitness run: the cluster's resources, not a bug
+        where = (f"checkpoint {ckpt} kept (continue with --resume)" if ckpt.is_file() else "no checkpoint yet")
+        raise ResourceFailure(f"learn: {exc} (the worker running it died on every retry); that is the "
+                              f"cluster's resources (memory, a node lost), not a bug in simsched; {where}") from None
     except KeyboardInterrupt as exc:
         code = exit_code(exc)
         what = "terminated" if code == 143 else "interrupted"

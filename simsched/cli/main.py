@@ -21,7 +21,7 @@ from simsched.cli.run import run_command
 from simsched.config.examples import is_example
 from simsched.core import interrupts
 from simsched.core.atomic import RESOURCE_ERRNOS, RESOURCE_EXIT
-from simsched.core.errors import InputError, SimschedError, did_you_mean
+from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean
 from simsched.core.extras import install_hint
 from simsched.core.inputs import forget as forget_inputs
 
@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(argv)  # a scenario file or a shipped example's name (simsched.config.resolve)
     except InputError as exc:
         return _fail(exc, f"error: {_one_line(exc)}", 2, debug)
+    except ResourceFailure as exc:  # a Ray worker or node died too often: the cluster's, not a bug
+        return _fail(exc, f"error: {_one_line(exc)}", RESOURCE_EXIT, debug)
     except SimschedError as exc:
         return _fail(exc, f"error: {_one_line(exc)}", 1, debug)
     except KeyboardInterrupt as exc:

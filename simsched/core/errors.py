@@ -64,6 +64,12 @@ def control_characters(text: str) -> list[str]:
     return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) == "Cc"]
 
 
+class ResourceFailure(SimschedError):
+    """Not a bug and not bad input: the machine or cluster ran out of something (a Ray worker or node
+    that died more often than Ray retries a task). The CLI prints one line and exits with 74, as for
+    an output the file system refuses (docs/outputs.md)."""
+
+
 class DecisionError(SimschedError):
     """A scheduling decision the engine refuses (over-allocation, unknown job or node)."""
 

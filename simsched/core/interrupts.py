@@ -134,6 +134,34 @@ def held() -> Iterator[None]:
         _state["held"] = signum
 
 
+@contextmanager
+def kept() -> Iterator[None]:
+    """Keep this process's SIGINT/SIGTERM handlers across a block that replaces them.
+
+    ``ray.init`` sets a SIGTERM handler that calls ``sys.exit(15)``, and its C++ core installs a
+    failure-signal handler that prints a stack dump and kills the process: a driver ended by
+    Slurm's or ``timeout``'s SIGTERM would exit 15 with a dump instead of 143 with its one line
+    (SPEC §8). The handlers in place before the block are set again when it ends (which also
+    replaces the C++ one); a SIGTERM that reached the library's handler inside the block is raised
+    as :class:`Interrupted`. Main thread only, like :func:`install`.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {signum: signal.getsignal(signum) for signum in EXIT_CODES}
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code != signal.SIGTERM or saved[signal.SIGTERM] is not _handler:
+            raise
+        _state["received"] = signal.SIGTERM
+        raise Interrupted(signal.SIGTERM) from None
+    finally:
+        for signum, handler in saved.items():
+            if handler is not None:  # None: set outside Python; nothing to put back
+                signal.signal(signum, handler)
+
+
 def worker_setup(parent_pid: int | None = None) -> None:
     """Initializer of worker processes: ignore SIGINT (the parent decides) and die with the parent.
 

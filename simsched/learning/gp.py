@@ -49,7 +49,7 @@ from simsched.config.scenario import load_scenario, read_toml
 from simsched.core import interrupts, limits
 from simsched.core.atomic import write_text
 from simsched.core.errors import InputError, SimschedError
-from simsched.core.inputs import note_read
+from simsched.core.inputs import note_read, reads
 from simsched.core.seeding import stream
 from simsched.evo import gp
 from simsched.evo.priority import (
@@ -66,6 +66,7 @@ from simsched.learning import fastsim
 from simsched.learning import gp_instances as learn_instances
 from simsched.runs import single as api
 from simsched.runs.parallel import TaskRunner
+from simsched.runs.shipping import Handle, Shipment, files_of, into_mirror, localize_file
 
 CHECKPOINT_FORMAT = "simsched-gp-checkpoint"
 #: the keys a ``[learn]`` table may hold (flags override them).
@@ -233,7 +234,24 @@ def learn_config(scenario_path: str | Path, **flags: Any) -> LearnConfig:
 # ---------------------------------------------------------------- one evaluation (runs in workers)
 @functools.lru_cache(maxsize=8)
 def _scenario(path: str) -> Any:
-    return load_scenario(path)
+    return into_mirror(load_scenario(path))  # (a scenario shipped to a Ray worker: its absolute names too)
+
+
+def shipped_objective(objective_fn: ObjectiveFn, shipped: Handle, scenario_path: str,
+                      seed: learn_instances.InstanceKey, graph_json: str, jobs: int | None) -> float:
+    """``objective_fn`` on a Ray worker that may not see the driver's files: the scenario file and the
+    files it names travel with the tasks (simsched.runs.shipping) and are read from this worker's
+    mirror of them when the driver's paths are not readable here."""
+    return objective_fn(localize_file(scenario_path, shipped), seed, graph_json, jobs)
+
+
+def ship_inputs(runner: TaskRunner, scenario_path: Path, scenario: Any) -> Handle | None:
+    """Put the files a learn's workers read in Ray's object store once: the scenario file, the TOML
+    files and quota tables it includes (as loading it noted them, simsched.core.inputs) and the
+    files it names (a trace, a policy file)."""
+    files = [scenario_path.resolve(), *files_of(scenario)]
+    files += [path for path, what in reads().items() if what in ("TOML file", "quota table") and path.is_file()]
+    return Shipment(files, runner.put).handle
 
 
 @functools.lru_cache(maxsize=64)
@@ -412,8 +430,9 @@ class _Fitness:
     """Objectives through the runner, memoised per (expression, seed); fitness = sum of ratios to SRSF."""
 
     def __init__(self, runner: TaskRunner, scenario_path: Path, config: LearnConfig, objective_fn: ObjectiveFn,
-                 on_result: Callable[[int, int], None]) -> None:
+                 on_result: Callable[[int, int], None], shipped: Handle | None = None) -> None:
         self.runner = runner
+        self.shipped = shipped  # on Ray: the input files sent with every task
         self.scenario_path = str(scenario_path.resolve())
         self.config = config
         self.objective_fn = objective_fn
@@ -441,7 +460,10 @@ class _Fitness:
         tasks = [(self.scenario_path, s, json.dumps(to_json(gp.to_graph(by_key[k], self.config.primitives))),
                   self.config.jobs) for k, s in wanted]
         total = len(tasks)
-        results = self.runner.map(self.objective_fn, tasks, lambda done: self.on_result(done, total))
+        fn: Callable[..., float] = self.objective_fn
+        if self.shipped is not None:
+            fn, tasks = shipped_objective, [(self.objective_fn, self.shipped, *task) for task in tasks]
+        results = self.runner.map(fn, tasks, lambda done: self.on_result(done, total))
         self.memo.update(zip(wanted, (float(r) for r in results)))
         self.runs += total
         return np.array([[self.memo[k, s] for s in seeds] for k in keys], dtype=np.float64).reshape(len(keys),
@@ -498,7 +520,9 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
                                clock["best"], clock["mean"], elapsed, eta))
 
     with TaskRunner(executor, workers, address) as runner:
-        fitness = _Fitness(runner, scenario_path, config, objective_fn, report)
+        shipped = ship_inputs(runner, scenario_path, scenario) if executor == "ray" else None
+        workers = runner.capacity()  # on Ray: the cluster's CPUs, not this machine's
+        fitness = _Fitness(runner, scenario_path, config, objective_fn, report, shipped)
         state = None
         if resume and ckpt is not None and ckpt.exists():  # a FIFO or device is refused, not skipped
             state = _read_checkpoint(ckpt, config, scenario.digest)

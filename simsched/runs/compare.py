@@ -58,7 +58,7 @@ from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path as resolve_scenario
 from simsched.config.scenario import Scenario, load_scenario, read_toml
 from simsched.core import atomic, interrupts
-from simsched.core.errors import InputError, SimschedError, did_you_mean
+from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean
 from simsched.core.interrupts import Interrupted, worker_setup
 from simsched.core.metrics import (
     FAIRNESS_METRICS,
@@ -75,7 +75,7 @@ from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, RunFailed, default_memory, run_watched
-from simsched.runs.parallel import TaskRunner
+from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
 
@@ -700,6 +700,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
                                      on_task=on_task if progress else None, on_each=keep)
         except BrokenProcessPool:
             results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout, limits)
+        except TasksLost as exc:  # Ray gave up on some runs; every other run finished and is kept
+            results = _after_runs_lost(exc, tasks, todo, finished, keep, done, keep_going)
     except KeyboardInterrupt as exc:
         rows = {**done, **finished}
         kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
@@ -785,6 +787,38 @@ def _after_a_worker_died(tasks: list[RunTask], todo: list[int], finished: dict[i
     return [finished[index] for index in todo]
 
 
+class RunsLost(ResourceFailure):
+    """Ray gave up on runs of a comparison (without ``--keep-going``): the finished runs are kept
+    (``rows``, written as for :class:`WorkerDied`), ``--resume`` runs the rest."""
+
+    def __init__(self, message: str, rows: list[dict[str, Any]], total: int) -> None:
+        super().__init__(message)
+        self.rows = rows
+        self.total = total
+
+
+def _after_runs_lost(exc: TasksLost, tasks: list[RunTask], todo: list[int], finished: dict[int, dict[str, Any]],
+                     keep: Callable[[int, dict[str, Any]], None], done: dict[int, dict[str, Any]],
+                     keep_going: bool) -> list:
+    """Ray's retries ran out for some runs (their worker or node died each time). With ``keep_going``
+    each becomes a failed row and the rest are ranked; without, :class:`RunsLost` names the first and
+    keeps the finished runs."""
+    position, reason = exc.lost[0]
+    task = tasks[todo[position]]
+    what = (f"the worker running {task.scheduler} on {task.instance} (seed {task.seed}) died on every one of "
+            f"Ray's retries ({reason}); that is the cluster's resources (memory, a node lost), not a bug in simsched")
+    if not keep_going:
+        rows = {**done, **finished}
+        kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
+        more = f" and {len(exc.lost) - 1} other run(s)" if len(exc.lost) > 1 else ""
+        raise RunsLost(f"compare: {what}{more}", kept, len(tasks)) from None
+    for position, reason in exc.lost:
+        lost = tasks[todo[position]]
+        keep(position, {"instance": lost.instance_name, "seed": lost.seed, "scheduler": lost.scheduler,
+                        "_failed": f"lost on Ray: its worker died on every retry ({reason})"})
+    return [finished[index] for index in todo]
+
+
 def run_warnings(tasks: Sequence[RunTask], said: Sequence[Sequence[str]],
                  shown: dict[str, str] | None = None) -> list[str]:
     """The runs' warnings, each text once, prefixed with the runs that gave it when not all did
@@ -819,12 +853,12 @@ def warnings_of(result: CompareResult) -> list[str]:
     return said
 
 
-def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied, command: str) -> Path:
+def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied | RunsLost, command: str) -> Path:
     """Keep the finished runs of an interrupted or failed comparison: compare_runs.csv and a PARTIAL marker."""
     out = Path(out_dir)
     with interrupts.deferred():
         out.mkdir(parents=True, exist_ok=True)
-        why = "failed" if isinstance(exc, WorkerDied) else "interrupted"
+        why = "interrupted" if isinstance(exc, CompareInterrupted) else "failed"
         atomic.mark_partial(out, f"{why} comparison: {len(exc.rows)} of {exc.total} runs finished; "
                             f"compare_runs.csv lists them and nothing is ranked; continue with: {command} --resume")
         for stale in ("compare.csv", "compare.md"):  # an earlier comparison's tables would mislead

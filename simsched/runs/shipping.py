@@ -22,8 +22,11 @@ sit, so the rows equal a serial run's.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -116,6 +119,44 @@ Handle = tuple[str, list[Any], str]
 #: digest -> the mirror folder (None: the driver's paths are readable as they are), per worker process
 _LOCAL: dict[str, Path | None] = {}
 
+#: a mirror folder unused for this long is removed when a worker on its machine writes another one
+#: (issue 39: they were never cleaned); a worker process that uses a mirror marks it used (its
+#: modification time) at most every :data:`MIRROR_MARK_S` seconds, so a mirror in use is never old
+MIRROR_TTL_S = 24 * 3600.0
+MIRROR_MARK_S = 600.0
+_MARKED: dict[Path, float] = {}  # mirror -> when this process last marked it used (monotonic)
+
+
+def _mark_used(root: Path) -> None:
+    now = time.monotonic()
+    if now - _MARKED.get(root, -math.inf) >= MIRROR_MARK_S:
+        _MARKED[root] = now
+        try:
+            os.utime(root)
+        except OSError:  # removed by hand meanwhile: the task reports the missing file
+            pass
+
+
+def prune_mirrors(mine: Path, keep: str, ttl_s: float = MIRROR_TTL_S) -> list[str]:
+    """Remove the mirror folders under ``mine`` (this user's, mode 0700) not used for ``ttl_s``
+    seconds, but ``keep``; their names."""
+    removed = []
+    now = time.time()
+    try:
+        children = list(mine.iterdir())
+    except OSError:
+        return removed
+    for child in children:
+        try:
+            old = (child.name != keep and not child.is_symlink() and child.is_dir()
+                   and now - child.stat().st_mtime > ttl_s)
+        except OSError:
+            continue
+        if old:
+            shutil.rmtree(child, ignore_errors=True)
+            removed.append(child.name)
+    return removed
+
 
 def _same(path: Path, data: bytes) -> bool:
     try:
@@ -134,6 +175,7 @@ def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
                              "inputs there)")
         if mine.stat().st_mode & 0o077:  # made by hand or by an old umask: others could plant links in it
             os.chmod(mine, 0o700)
+    prune_mirrors(mine, digest)
     root = mine / digest
     for name, data in contents.items():
         target = root / Path(name).relative_to(Path(name).anchor)
@@ -145,11 +187,10 @@ def _mirror(digest: str, contents: dict[str, bytes]) -> Path:
     return root
 
 
-def localize(scenario: Any, handle: Handle | None) -> Any:
-    """The scenario as this worker can run it (see the module docstring)."""
-    if handle is None:
-        return scenario
-    digest, holder, cwd = handle
+def _root(handle: Handle) -> Path | None:
+    """The mirror folder of a shipment in this worker process (written on first use), or None when the
+    driver's paths are readable here as they are."""
+    digest, holder, _ = handle
     if digest not in _LOCAL:
         import ray
 
@@ -157,7 +198,60 @@ def localize(scenario: Any, handle: Handle | None) -> Any:
         visible = all(_same(Path(name), data) for name, data in contents.items())
         _LOCAL[digest] = None if visible else _mirror(digest, contents)
     root = _LOCAL[digest]
-    return scenario if root is None else rebase(scenario, root, Path(cwd))
+    if root is not None:
+        _mark_used(root)
+    return root
+
+
+def localize(scenario: Any, handle: Handle | None) -> Any:
+    """The scenario as this worker can run it (see the module docstring)."""
+    if handle is None:
+        return scenario
+    root = _root(handle)
+    return scenario if root is None else rebase(scenario, root, Path(handle[2]))
+
+
+def localize_file(path: str, handle: Handle | None) -> str:
+    """Where this worker reads the driver's file ``path`` (``learn`` ships its scenario file so): the
+    path itself when it is readable here with the driver's bytes, else its copy in the mirror. A
+    scenario loaded from the mirror finds its relative names there; :func:`into_mirror` moves its
+    absolute ones."""
+    if handle is None:
+        return path
+    root = _root(handle)
+    return path if root is None else str(_under(Path(path), root, Path(handle[2])))
+
+
+def into_mirror(scenario: Any) -> Any:
+    """``scenario``, loaded from a file in a mirror of this process, with the absolute file names it
+    holds that lie outside that mirror moved into it (the names relative to the scenario's folder
+    resolve in the mirror already); any other scenario as it is."""
+    path = getattr(scenario, "path", None)
+    if not isinstance(path, Path):
+        return scenario
+    root = next((r for r in _LOCAL.values() if r is not None and path.is_relative_to(r)), None)
+    if root is None:
+        return scenario
+
+    def outside(value: Any) -> Any:
+        if isinstance(value, (str, Path)) and os.path.isabs(value) and Path(value).is_relative_to(root):
+            return value
+        if isinstance(value, (list, tuple, dict)):
+            kind = type(value)
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            moved = {k: outside(v) for k, v in items}
+            return moved if kind is dict else kind(moved.values())
+        return _moved(value, root)
+
+    workload = replace(scenario.workload, path=outside(scenario.workload.path),
+                       params=outside(scenario.workload.params))
+    scheduler = scenario.scheduler
+    policy = scheduler.policy
+    if isinstance(policy, str) and ".py:" in policy:
+        file, _, cls = policy.rpartition(":")
+        policy = f"{outside(file)}:{cls}"
+    scheduler = replace(scheduler, policy=policy, options=outside(scheduler.options))
+    return replace(scenario, workload=workload, scheduler=scheduler)
 
 
 def _under(path: Path, root: Path, cwd: Path) -> Path:

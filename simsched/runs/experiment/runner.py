@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.core.errors import SimschedError
+from simsched.core.errors import ResourceFailure, SimschedError
 from simsched.core.inputs import check_outputs, note_read, scenario_inputs
 from simsched.core.interrupts import deferred, exit_code, received
 from simsched.core.metrics import TENANT_WAIT, flat_metrics
@@ -35,7 +35,7 @@ from simsched.runs.experiment.store import (
 )
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import run_watched
-from simsched.runs.parallel import TaskRunner
+from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Handle, Shipment, files_of, localize
 from simsched.runs.single import is_user_code, simulation, user_code_file
 
@@ -127,6 +127,22 @@ class ExperimentInterrupted(Exception):
         self.recorded = recorded
         self.total = total
         self.code = code  # 130 after SIGINT, 143 after SIGTERM
+
+
+class RunsLost(ResourceFailure):
+    """Ray gave up on some runs (the process or node running each died more often than Ray retries a
+    task): the other runs are recorded, and ``--resume`` runs the lost ones again."""
+
+    def __init__(self, lost: list[RunTask], reason: str, recorded: int, total: int, folder: Path) -> None:
+        first = lost[0]
+        super().__init__(
+            f"{len(lost)} of {total} runs lost on Ray, the first {first.scheduler} on {first.instance} "
+            f"(seed {first.seed}): the worker running it died on every one of Ray's retries ({reason}). "
+            "That is the cluster's resources (memory, a node lost), not a bug in simsched. "
+            f"{recorded} of {total} runs are recorded in {folder}; run again with --resume to run the rest")
+        self.lost = lost
+        self.recorded = recorded
+        self.total = total
 
 
 @dataclass
@@ -233,7 +249,7 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
     if progress:
         progress(skipped, len(tasks))
     try:
-        with TaskRunner(executor, workers, address) as runner:
+        with TaskRunner(executor, workers, address, notify=notify) as runner:
             def tell_status() -> None:
                 text = runner.cluster_status() if status else None
                 if text:
@@ -257,6 +273,9 @@ def _run_locked(spec: ExperimentSpec, tasks: list[RunTask], out: str | Path, *, 
             retries = runner.retries
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (simsched.core.interrupts)
         raise ExperimentInterrupted(skipped + recorded, len(tasks), Path(out), exit_code(exc)) from None
+    except TasksLost as exc:  # every other run went on and is recorded; the lost ones are named
+        raise RunsLost([todo[i] for i, _ in exc.lost], exc.lost[0][1], skipped + recorded, len(tasks),
+                       Path(out)) from None
     results, decisions, stale = load_rows(out, tasks)
     return ExperimentRun(spec, tasks, results, decisions, Path(out), skipped, recorded, stale, retries)
 
