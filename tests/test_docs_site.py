@@ -65,5 +65,8 @@ def test_every_page_is_in_the_site_nav() -> None:
     nav = (root / "mkdocs.yml").read_text().split("\nnav:", 1)[1]
     pages = sorted(p.relative_to(root / "docs").as_posix() for p in (root / "docs").rglob("*")
                    if p.suffix in (".md", ".ipynb") and "hooks" not in p.parts and p.name != "index.md")
-    missing = [page for page in pages if f": {page}" not in nav]
+    text = (root / "mkdocs.yml").read_text()
+    # pages mkdocs leaves out of the site on purpose (the assignment handout's README, shipped in the wheel)
+    excluded = set(text.split("exclude_docs: |", 1)[1].split("\n\n", 1)[0].split()) if "exclude_docs: |" in text else set()
+    missing = [page for page in pages if f": {page}" not in nav and page not in excluded]
     assert not missing, f"docs pages not in mkdocs.yml's nav: {missing}"
