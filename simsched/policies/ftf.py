@@ -43,7 +43,7 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.registry import common_builder, register
-from simsched.policies.shares import FairShareBase, cluster_gpus, entitlements, plan_clusters
+from simsched.policies.shares import Entitled, FairShareBase, cluster_gpus, plan_clusters
 
 #: the pool of a cluster's unlisted tenants, as a key (simsched.core.tenancy)
 _POOL = object()
@@ -72,45 +72,51 @@ class FtfScheduler(FairShareBase):
     name = "ftf"
 
     def rhos(self, view: SchedulerView) -> dict[str, float]:
-        """Every queued job's estimated ρ now."""
+        """Every queued job's estimated ρ now.
+
+        Its cost grows with the jobs, not with the tenants: a cluster's listed tenants are read once,
+        and the fleet-wide entitlements (for jobs free to run in any cluster) are computed only for
+        the tenants of such jobs (:class:`~simsched.policies.shares.Entitled`)."""
         quotas = self.quotas(view)
         capacity = cluster_gpus(view)
-        cluster_of = {job.job_id: self.allocation.cluster_for(job, view) for job in view.queue}
+        allocation = self.allocation
+        queue = view.queue
+        cluster_of = {job.job_id: allocation.cluster_for(job, view) for job in queue}
         placed = [(job, job.running_cluster) for job in view.running] + \
-                 [(job, cluster_of[job.job_id]) for job in view.queue]
+                 [(job, cluster_of[job.job_id]) for job in queue]
+        # per cluster: the tenants its quotas list (None: no quotas there)
+        listed = [frozenset(quotas.tenant_names(c)) if quotas is not None and quotas.limited(c) else None
+                  for c in range(len(capacity))]
         active: dict[int | None, set] = {}
-        for job, c in placed:
-            active.setdefault(c, set()).add(job.tenant)
-
-        def key(tenant: str | None, c: int | None) -> tuple:
-            """Whose share a job counts against in cluster c (the pool of unlisted tenants is one)."""
-            if c is not None and quotas is not None and quotas.limited(c) and tenant not in quotas.tenant_names(c):
-                return (c, _POOL)
-            return (c, tenant)
-
         demand: dict[tuple, float] = {}
         fleet_demand: dict[str | None, float] = {}
         for job, c in placed:
-            k = key(job.tenant, c)
+            tenant = job.tenant
+            active.setdefault(c, set()).add(tenant)
+            # whose share a job counts against in cluster c (the pool of unlisted tenants is one)
+            k = (c, _POOL) if c is not None and listed[c] is not None and tenant not in listed[c] else (c, tenant)
             demand[k] = demand.get(k, 0.0) + job.gpus
-            fleet_demand[job.tenant] = fleet_demand.get(job.tenant, 0.0) + job.gpus
-        fleet_entitled = {t: sum(row) for t, row in entitlements(view, quotas, fleet_demand).items()}
-
-        def entitled(tenant: str | None, c: int) -> float:
-            if quotas is None or not quotas.limited(c):
-                return capacity[c] / len(active[c])
-            return quotas.quota(tenant, c) or 0.0  # an unlisted tenant reads its pool's quota
+            fleet_demand[tenant] = fleet_demand.get(tenant, 0.0) + job.gpus
+        fleet_entitled = None
 
         factor: dict[tuple, float] = {}
         now = view.now
         out = {}
-        for job in view.queue:
+        for job in queue:
             c = cluster_of[job.job_id]
-            k = key(job.tenant, c)
+            tenant = job.tenant
+            k = (c, _POOL) if c is not None and listed[c] is not None and tenant not in listed[c] else (c, tenant)
             f = factor.get(k)
             if f is None:
-                f = factor[k] = contention(fleet_demand[job.tenant], fleet_entitled[job.tenant]) if c is None \
-                    else contention(demand[k], entitled(job.tenant, c))
+                if c is None:
+                    if fleet_entitled is None:
+                        fleet_entitled = Entitled(view, quotas, len(fleet_demand), fleet_demand.__contains__)
+                    f = contention(fleet_demand[tenant], sum(fleet_entitled[tenant]))
+                elif listed[c] is None:
+                    f = contention(demand[k], capacity[c] / len(active[c]))
+                else:  # an unlisted tenant reads its pool's quota
+                    f = contention(demand[k], quotas.quota(tenant, c) or 0.0)
+                factor[k] = f
             speed = max(o.speed for o in job.options)
             out[job.job_id] = rho_estimate(job, now, view.remaining_time(job, speed), f)
         return out
@@ -127,8 +133,12 @@ class FtfScheduler(FairShareBase):
         admission = getattr(view, "admission", None)
         failed: set[tuple] = set()
         # kinds of job (cluster, options, workers, tenant) that did not start: free GPUs and quota rooms
-        # only shrink in a decision (and blocked clusters only grow), so they fail again
+        # only shrink in a decision (and blocked clusters only grow), so they fail again; and their
+        # shapes (cluster, options, workers) when no option was refused for the quota (none fits the
+        # free GPUs: whatever the tenant, so one tenant's failure stands for all, as with a tenant per job)
         failed_kinds: set[tuple] = set()
+        failed_shapes: set[tuple] = set()
+        remember = self.remember_failures
         blocked: set[int] = set()
         clusters = len(view.fleet.cluster_names)
         starts: list[Start] = []
@@ -136,14 +146,19 @@ class FtfScheduler(FairShareBase):
             cluster = self.allocation.cluster_for(job, view)
             if cluster in blocked:
                 continue
-            kind = (cluster, id(job.options), job.workers, job.tenant)
-            if kind in failed_kinds:
+            shape = (cluster, id(job.options), job.workers)
+            kind = (*shape, job.tenant)
+            if shape in failed_shapes or kind in failed_kinds:
                 nodes = None
             else:
+                refused = admission.refused if admission is not None else 0
                 nodes = place_job(job, cluster, groups, self.placement, free, failed, skip=blocked,
                                   admission=admission)
-                if nodes is None and self.remember_failures:
-                    failed_kinds.add(kind)
+                if nodes is None and remember:
+                    if admission is None or admission.refused == refused:
+                        failed_shapes.add(shape)
+                    else:
+                        failed_kinds.add(kind)
             if nodes is not None:
                 starts.append(Start(job.job_id, nodes))
                 if not any(free):

@@ -110,6 +110,49 @@ def entitlements(view: SchedulerView, quotas, active: Iterable[str | None]) -> d
     return out
 
 
+class Entitled:
+    """:func:`entitlements` one tenant at a time: the same numbers (the same float operations), for
+    the tenants a decision asks about only, so that its cost grows with those, not with every active
+    tenant (issue 35: with a tenant per job, thousands). ``active``: how many tenants are active;
+    ``is_active(tenant)``: whether one is (asked only of the tenants a cluster's quota lists)."""
+
+    __slots__ = ("quotas", "version", "capacity", "active", "listed", "pooled", "rows")
+
+    def __init__(self, view: SchedulerView, quotas, active: int, is_active,
+                 capacity: list[float] | None = None) -> None:
+        """``capacity``: :func:`cluster_gpus` of the view, when the caller keeps it."""
+        self.quotas = quotas
+        self.version = getattr(quotas, "version", None)  # (the ledger's: it moves when a quota does)
+        self.capacity = cluster_gpus(view) if capacity is None else capacity
+        self.active = active
+        self.listed: list[frozenset | None] = []  # per cluster: the tenants its quotas list (None: no quotas)
+        self.pooled: list[int] = []  # per cluster with quotas: its active tenants not listed
+        for c in range(len(self.capacity)):
+            if quotas is None or not quotas.limited(c):
+                self.listed.append(None)
+                self.pooled.append(0)
+                continue
+            names = quotas.tenant_names(c)
+            self.listed.append(frozenset(names))
+            self.pooled.append(active - sum(1 for name in names if is_active(name)))
+        self.rows: dict[str | None, list[float]] = {}
+
+    def __getitem__(self, tenant: str | None) -> list[float]:
+        """The GPUs an active ``tenant`` is entitled to, per cluster."""
+        row = self.rows.get(tenant)
+        if row is None:
+            row = self.rows[tenant] = []
+            quotas = self.quotas
+            for c, gpus in enumerate(self.capacity):
+                listed = self.listed[c]
+                if listed is None:
+                    row.append(gpus / self.active)
+                    continue
+                quota = quotas.quota(tenant, c) or 0.0
+                row.append(quota if tenant in listed else quota / self.pooled[c])
+        return row
+
+
 def has_quotas(view: SchedulerView, quotas) -> bool:
     return quotas is not None and any(quotas.limited(c) for c in range(len(view.fleet.cluster_names)))
 
