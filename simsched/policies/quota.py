@@ -345,11 +345,20 @@ class QuotaScheduler:
             if not waiting:
                 return
             # a job no option of which fits its tenant's room fails without a look (and rooms change
-            # only when a reclaim succeeds)
+            # only when a reclaim succeeds); jobs of one tenant, options and workers are asked once
+            roomy_for: dict[tuple, bool] = {}
+
+            def has_room(job: JobView) -> bool:
+                same = (job.tenant, id(job.options), job.workers)
+                known = roomy_for.get(same)
+                if known is None:
+                    known = roomy_for[same] = any(
+                        staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers)
+                        for o in job.options)
+                return known
+
             waiting = sorted((job for job in waiting if job.job_id not in started
-                              and (after is None or (job.submit, job.index) > after)
-                              and any(staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers)
-                                      for o in job.options)),
+                              and (after is None or (job.submit, job.index) > after) and has_room(job)),
                              key=lambda j: (j.submit, j.index))
             # a failed reclaim changes nothing, so a job of the same tenant with the same options and
             # workers fails too, until some reclaim succeeds (exact; the engine shares options tuples)
