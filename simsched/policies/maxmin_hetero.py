@@ -79,6 +79,7 @@ import numpy as np
 
 from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.core.errors import InputError
+from simsched.core.model import MILLI
 from simsched.core.extras import install_hint
 from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement, trial
@@ -206,28 +207,41 @@ class MaxMinHeteroScheduler(QuotaSource):
         self.programs = 0  # water-fillings solved (not cached), for tests and benchmarks
 
     # -- the allocation ---------------------------------------------------------------
+    @staticmethod
+    def _speed(job: JobView, option) -> float:
+        """The job's speed factor on ``option``'s GPU type: the one place this policy reads speeds
+        (the per-type speedups, simsched.core.model.speed_factor)."""
+        return option.speed
+
     def targets(self, view: SchedulerView):
         """(tenants, groups, x, levels, a, equal): the max-min fair allocation for the jobs now."""
         groups = sorted(view.fleet.groups)
         index = {g: i for i, g in enumerate(groups)}
         # tenant -> [Σ_j g_j a_jr, Σ_j g_j s_jr (per group), Σ_j g_j]; s_jr = g_j / GPUs held on r
+        # (Python floats, summed in job order: the same IEEE sums as numpy's, without its per-element cost)
         stats: dict[str | None, list] = {}
+        m = len(groups)
+        speed = self._speed
+        cluster_for = self.allocation.cluster_for
         for job in (*view.running, *view.queue):
             entry = stats.get(job.tenant)
             if entry is None:
-                entry = stats[job.tenant] = [np.zeros(len(groups)), np.zeros(len(groups)), 0.0]
-            cluster = job.running_cluster if job.running_nodes else self.allocation.cluster_for(job, view)
+                entry = stats[job.tenant] = [[0.0] * m, [0.0] * m, 0.0]
+            cluster = job.running_cluster if job.running_nodes else cluster_for(job, view)
+            gpus = job.gpus
+            rates, served_sum = entry[0], entry[1]
             for option in job.options:
                 if cluster is not None and option.cluster != cluster:
                     continue
                 r = index[option.cluster, option.gpu_type]
-                served = job.gpus / option_gpus(job, option)
-                entry[0][r] += job.gpus * option.speed * served
-                entry[1][r] += job.gpus * served
-            entry[2] += job.gpus
+                served = gpus / (option.per_worker * job.workers / MILLI)  # (option_gpus, inlined)
+                rates[r] += gpus * speed(job, option) * served
+                served_sum[r] += gpus * served
+            entry[2] += gpus
         tenants = sorted(stats, key=tenant_order)
-        a = np.array([stats[t][0] / stats[t][2] if stats[t][2] > 0 else stats[t][0] for t in tenants])
-        served = np.array([stats[t][1] / stats[t][2] if stats[t][2] > 0 else stats[t][1] for t in tenants])
+        a = np.array([np.array(stats[t][0]) / stats[t][2] if stats[t][2] > 0 else stats[t][0] for t in tenants])
+        served = np.array([np.array(stats[t][1]) / stats[t][2] if stats[t][2] > 0 else stats[t][1]
+                           for t in tenants])
         capacity = group_gpus(view)
         cap = np.array([capacity[g] for g in groups])
         demand = np.array([stats[t][2] for t in tenants])
@@ -282,6 +296,8 @@ class MaxMinHeteroScheduler(QuotaSource):
         preempts: list[str] = []
         started: set[str] = set()
 
+        cluster_for = self.allocation.cluster_for
+
         def level(t: int) -> float:  # normalised throughput now
             return float(a[t] @ usage[t] / equal[t]) if equal[t] > 0 else math.inf
 
@@ -294,13 +310,26 @@ class MaxMinHeteroScheduler(QuotaSource):
                     heap.append((level(t), rest[0].submit, rest[0].index, t, 0))
                     waiting[tenant] = rest
             heapq.heapify(heap)
+            # kinds of job (cluster, options, workers; the tenant's own) that did not start: in the
+            # leftovers pass nothing is preempted (free GPUs and quota rooms only shrink), so they fail
+            # again for the rest of the pass; within allocations a preemption may make room, so only
+            # for the rest of the tenant's turn (nothing changes until it starts a job, which ends it)
+            failed: set[tuple] = set()
             while heap:
                 _, _, _, t, position = heapq.heappop(heap)
                 jobs = waiting[tenants[t]]
+                if within:
+                    failed = set()
                 while position < len(jobs):
                     job = jobs[position]
                     position += 1
-                    start = self._start(job, t, view, within, x, usage, free, running_on, g_index, preempts)
+                    kind = (cluster_for(job, view), id(job.options), job.workers, t)
+                    if kind in failed:
+                        start = None
+                    else:
+                        start = self._start(job, t, view, within, x, usage, free, running_on, g_index, preempts)
+                        if start is None:
+                            failed.add(kind)
                     if start is not None:
                         starts.append(start)
                         started.add(job.job_id)
