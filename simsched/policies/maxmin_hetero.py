@@ -191,6 +191,8 @@ class MaxMinHeteroScheduler(QuotaSource):
     # tenant's quota is never chosen, and nothing is preempted for it
     supports_admission = True
     by_tenant = False
+    #: False: try every job, even of a kind that already failed (the reference, for tests)
+    remember_failures = True
 
     def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True,
                  interval_s: float | None = None) -> None:
@@ -297,39 +299,55 @@ class MaxMinHeteroScheduler(QuotaSource):
         started: set[str] = set()
 
         cluster_for = self.allocation.cluster_for
+        remember = self.remember_failures
 
         def level(t: int) -> float:  # normalised throughput now
             return float(a[t] @ usage[t] / equal[t]) if equal[t] > 0 else math.inf
 
+        # each queued job's kind (cluster, options, workers), per tenant in its jobs' order, and how
+        # many kinds each tenant has
+        kinds_of = {tenant: [(cluster_for(job, view), id(job.options), job.workers) for job in jobs]
+                    for tenant, jobs in waiting.items()}
+        every: dict[str | None, int] = {}  # per tenant: how many kinds its queued jobs are (0: no backfill)
         for within in (True, False):
             heap = []
             for tenant, jobs in waiting.items():
-                rest = [j for j in jobs if j.job_id not in started]
-                if rest:
-                    t = t_index[tenant]
-                    heap.append((level(t), rest[0].submit, rest[0].index, t, 0))
-                    waiting[tenant] = rest
+                if started:
+                    kept = [i for i, j in enumerate(jobs) if j.job_id not in started]
+                    if len(kept) < len(jobs):
+                        kinds = kinds_of[tenant]
+                        jobs = waiting[tenant] = [jobs[i] for i in kept]
+                        kinds_of[tenant] = [kinds[i] for i in kept]
+                if jobs:
+                    heap.append((level(t_index[tenant]), jobs[0].submit, jobs[0].index, t_index[tenant], 0))
+                    every[tenant] = len(set(kinds_of[tenant])) if self.backfill and remember else 0
             heapq.heapify(heap)
-            # kinds of job (cluster, options, workers; the tenant's own) that did not start: in the
-            # leftovers pass nothing is preempted (free GPUs and quota rooms only shrink), so they fail
-            # again for the rest of the pass; within allocations a preemption may make room, so only
-            # for the rest of the tenant's turn (nothing changes until it starts a job, which ends it)
-            failed: set[tuple] = set()
+            # kinds of job that did not start, per tenant: in the leftovers pass nothing is preempted
+            # (free GPUs and quota rooms only shrink), so they fail again for the rest of the pass;
+            # within allocations a preemption may make room, so only for the rest of the tenant's turn
+            # (nothing changes until it starts a job, which ends its turn). Once all of a tenant's kinds
+            # failed, its turn ends (with backfill: its other jobs would fail too)
+            failed_of: dict[int, set] = {}
             while heap:
                 _, _, _, t, position = heapq.heappop(heap)
-                jobs = waiting[tenants[t]]
-                if within:
-                    failed = set()
+                tenant = tenants[t]
+                jobs, kinds = waiting[tenant], kinds_of[tenant]
+                failed = failed_of.get(t) if not within else None
+                if failed is None:
+                    failed = failed_of[t] = set()
+                all_kinds = every[tenant]
                 while position < len(jobs):
                     job = jobs[position]
+                    kind = kinds[position]
                     position += 1
-                    kind = (cluster_for(job, view), id(job.options), job.workers, t)
                     if kind in failed:
                         start = None
                     else:
                         start = self._start(job, t, view, within, x, usage, free, running_on, g_index, preempts)
-                        if start is None:
+                        if start is None and remember:
                             failed.add(kind)
+                            if len(failed) == all_kinds:
+                                break  # (every kind of its jobs fails: so do the rest)
                     if start is not None:
                         starts.append(start)
                         started.add(job.job_id)
