@@ -16,6 +16,7 @@ from simsched.core.contract import SchedulerView
 from simsched.core.engine import Engine, EngineConfig
 from simsched.policies import PLACEMENTS
 from simsched.policies.allocation import ALLOCATIONS
+from simsched.policies import drf as drf_module
 from simsched.policies.drf import DrfScheduler
 from simsched.policies.maxmin_hetero import MaxMinHeteroScheduler
 from simsched.policies.quota import QuotaScheduler
@@ -32,15 +33,23 @@ def many_tenants(seed: int, count: int, share_own: float) -> list:
             for i, job in enumerate(workload(seed, count))]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(["drf", "ftf"]), st.booleans(),
        st.sampled_from([("none", "preempt"), ("strict", "preempt"), ("borrow", "preempt"), ("borrow", "wait")]),
-       st.sampled_from([0.5, 1.0]))
-def test_fair_share_with_a_tenant_per_job_equals_the_plain_walk(seed, name, backfill, quota, share_own):
+       st.sampled_from([0.5, 1.0]), st.sampled_from([0, 4, drf_module._FEW_IDLE]))
+def test_fair_share_with_a_tenant_per_job_equals_the_plain_walk(seed, name, backfill, quota, share_own, few):
+    """drf reads the tenants holding no GPUs sorted when they are few (up to ``_FEW_IDLE``), else from
+    per-shape lists it keeps while they are many: both (``few`` 0 and 4 force the lists) decide as the
+    plain walk does."""
     mode, reclaim = quota
     jobs = many_tenants(seed, 70, share_own)
-    assert (_fair_share_events(name, jobs, backfill, mode, reclaim, True)
-            == _fair_share_events(name, jobs, backfill, mode, reclaim, False))
+    kept = drf_module._FEW_IDLE
+    drf_module._FEW_IDLE = few
+    try:
+        fast = _fair_share_events(name, jobs, backfill, mode, reclaim, True)
+    finally:
+        drf_module._FEW_IDLE = kept
+    assert fast == _fair_share_events(name, jobs, backfill, mode, reclaim, False)
 
 
 class _View:

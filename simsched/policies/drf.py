@@ -53,6 +53,7 @@ from simsched.policies.shares import (
     cluster_gpus,
     entitlements,
     held_gpus,
+    listed_tenants,
     plan_clusters,
     tenant_order,
 )
@@ -77,6 +78,11 @@ def held_by_tenant(running, clusters: int) -> dict[str | None, list[float]]:
             row = held[job.tenant] = [0.0] * clusters
         row[job.running_cluster] += held_gpus(job)
     return held
+
+
+#: up to this many tenants with queued jobs and no GPUs a decision sorts them all; more, it reads them per
+#: shape of kind that may fit, as far as it gets (the lists cost more to read than a short sort)
+_FEW_IDLE = 32
 
 
 class DrfScheduler(FairShareBase):
@@ -112,6 +118,8 @@ class DrfScheduler(FairShareBase):
         # reads them in order, as far as it gets, and only those with a kind of a shape that may fit)
         self._first_of: dict[str | None, tuple] = {}
         self._shapes: dict[int, list[tuple]] = {}
+        self._indexed = False  # whether _shapes is kept (only while many tenants hold no GPUs)
+        self._present: dict[int, int] = {}  # the queued kinds' shapes -> how many kinds
         self._tenant_shapes: dict[str | None, dict[int, int]] = {}  # tenant -> its kinds' shapes -> how many
         self._last_seq = -1
         # the kinds that failed, while they still fail (simsched.policies.walk_memory, as the queue walk
@@ -123,6 +131,7 @@ class DrfScheduler(FairShareBase):
         self._held: dict[str | None, list[float]] = {}
         self._capacity: tuple | None = None  # (fleet, GPUs per cluster)
         self._entitled: Entitled | None = None  # the last decision's (kept while its inputs stand)
+        self._listed: tuple | None = None  # (quotas, listed_tenants of them)
 
     def shares(self, view: SchedulerView) -> dict[str | None, float]:
         """Every active tenant's dominant share now (for tests and users)."""
@@ -151,7 +160,8 @@ class DrfScheduler(FairShareBase):
             self._last_seq = max(self._last_seq, newcomers[0].queue_seq)
         if len(self._kind_of) + len(newcomers) != view.queue_length:
             self._kinds, self._kind_of, self._tenant_kinds = {}, {}, {}
-            self._first_of, self._shapes, self._tenant_shapes = {}, {}, {}
+            self._first_of, self._shapes, self._tenant_shapes, self._present = {}, {}, {}, {}
+            self._indexed = False
             newcomers = view.queue
             self._last_seq = max((job.queue_seq for job in newcomers), default=self._last_seq)
         kinds = self._kinds
@@ -171,6 +181,7 @@ class DrfScheduler(FairShareBase):
                     shapes = tenant_shapes[tenant] = {}
                 count = shapes.get(kind.shape, 0)
                 shapes[kind.shape] = count + 1
+                self._present[kind.shape] = self._present.get(kind.shape, 0) + 1
                 if not count:
                     added = kind.shape
             kind.add(job)
@@ -185,7 +196,9 @@ class DrfScheduler(FairShareBase):
 
     def _index(self, old: tuple | None, old_shapes, new: tuple | None, new_shapes) -> None:
         """Move a tenant's entry in the per-shape lists from ``old`` under ``old_shapes`` to ``new``
-        under ``new_shapes`` (None: none)."""
+        under ``new_shapes`` (None: none), while the lists are kept."""
+        if not self._indexed:
+            return
         lists = self._shapes
         if old is not None:
             for shape in old_shapes:
@@ -223,7 +236,7 @@ class DrfScheduler(FairShareBase):
         # (without backfilling a failure also ends its tenant's turn: every kind is tried then)
         full, refused = (memory.full, memory.quota_failures(admission)) if backfill else ((), ())
         # the queued kinds' shapes not known to be full: none left, nothing can start
-        alive = {shape for shape in self._shapes if shape not in memory.full}
+        alive = {shape for shape in self._present if shape not in memory.full}
         if backfill and (not alive or (refused and all(k.shape in full or k.kind in refused
                                                        for k in self._kinds.values()))):
             memory.end(free, admission)  # every kind is known to fail: nothing starts
@@ -240,12 +253,16 @@ class DrfScheduler(FairShareBase):
         if self._capacity is None or self._capacity[0] is not view.fleet:
             self._capacity = (view.fleet, cluster_gpus(view))
         quotas = self.quotas(view)
-        entitled = Entitled(view, quotas, active, lambda t: t in tenant_kinds or t in held, self._capacity[1])
-        last = self._entitled
-        if (last is not None and last.quotas is quotas and last.capacity is entitled.capacity
-                and last.version == entitled.version and last.pooled == entitled.pooled and last.active == active):
-            entitled = last  # the same numbers: keep those computed already
-        self._entitled = entitled
+        if self._listed is None or self._listed[0] is not quotas:  # (a ledger's listed tenants never change)
+            self._listed = (quotas, listed_tenants(quotas, clusters))
+        listed = self._listed[1]
+        pooled = [0 if names is None else active - sum(1 for t in names if t in tenant_kinds or t in held)
+                  for names in listed]
+        entitled = self._entitled
+        if (entitled is None or entitled.quotas is not quotas or entitled.capacity is not self._capacity[1]
+                or entitled.version != getattr(quotas, "version", None) or entitled.active != active
+                or entitled.pooled != pooled):  # (else the same numbers: keep those computed already)
+            entitled = self._entitled = Entitled(view, quotas, active, None, self._capacity[1], listed, pooled)
         heap = []  # the tenants with queued jobs that hold GPUs (the others: self._shapes, in order)
         first_of = self._first_of
         for tenant, row in held.items():
@@ -253,10 +270,24 @@ class DrfScheduler(FairShareBase):
             if first is not None:
                 heap.append((dominant_share(row, entitled[tenant]), *first))
         heapq.heapify(heap)
+        # the tenants holding no GPUs: few, all of them sorted; many, per shape that may fit, how far
+        # its list has been read (none when every tenant with queued jobs holds GPUs: all on the heap)
+        idle_count = len(tenant_kinds) - len(heap)
+        few = idle_count <= _FEW_IDLE
+        idle = sorted(first_of[t] for t in tenant_kinds if t not in held) if few and idle_count else []
+        i = 0
+        at = dict.fromkeys(alive, 0) if not few else {}
+        if not few and not self._indexed:  # many: keep the per-shape lists from now on
+            lists = self._shapes = {}
+            for tenant, entry in first_of.items():
+                for shape in self._tenant_shapes[tenant]:
+                    lists.setdefault(shape, []).append(entry)
+            for entries in lists.values():
+                entries.sort()
+            self._indexed = True
+        elif few and self._indexed and len(tenant_kinds) <= _FEW_IDLE:  # few again: drop them
+            self._shapes, self._indexed = {}, False
         lists = self._shapes
-        # per shape that may fit: how far its list has been read (none when every tenant with queued
-        # jobs holds GPUs: all on the heap)
-        at = dict.fromkeys(alive, 0) if len(heap) < len(tenant_kinds) else {}
         seen: set = set()  # the tenants holding no GPUs read so far (a tenant is in the list of each shape)
         groups = view.fleet.groups
         node_cluster = view.fleet.node_cluster
@@ -267,7 +298,7 @@ class DrfScheduler(FairShareBase):
         while alive:
             # the first tenant holding no GPUs with a kind of a shape that may fit (the others would
             # start nothing: each of their kinds is known not to fit)
-            head = None
+            head = idle[i] if i < len(idle) else None
             for shape in at:
                 if shape not in alive:
                     continue
@@ -279,7 +310,10 @@ class DrfScheduler(FairShareBase):
                     head = entries[j]
             if head is not None and (not heap or (0.0, *head[:3]) < heap[0][:4]):
                 _, _, order, tenant = head
-                seen.add(tenant)
+                if few:
+                    i += 1
+                else:
+                    seen.add(tenant)
             elif heap:
                 _, _, _, order, tenant = heapq.heappop(heap)
             else:
@@ -335,6 +369,11 @@ class DrfScheduler(FairShareBase):
                 del tenant_kinds[kind.tenant][kind.signature]
                 if not tenant_kinds[kind.tenant]:
                     del tenant_kinds[kind.tenant]
+                present = self._present
+                if present[kind.shape] > 1:
+                    present[kind.shape] -= 1
+                else:
+                    del present[kind.shape]
                 shapes = tenant_shapes[kind.tenant]
                 if shapes[kind.shape] > 1:
                     shapes[kind.shape] -= 1

@@ -43,7 +43,7 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.registry import common_builder, register
-from simsched.policies.shares import Entitled, FairShareBase, cluster_gpus, plan_clusters
+from simsched.policies.shares import Entitled, FairShareBase, cluster_gpus, listed_tenants, plan_clusters
 
 #: the pool of a cluster's unlisted tenants, as a key (simsched.core.tenancy)
 _POOL = object()
@@ -97,8 +97,7 @@ class FtfScheduler(FairShareBase):
         running = view.running
         clusters_of = [allocation.cluster_for(job, view) for job in queue]
         # per cluster: the tenants its quotas list (None: no quotas there)
-        listed = [frozenset(quotas.tenant_names(c)) if quotas is not None and quotas.limited(c) else None
-                  for c in range(len(capacity))]
+        listed = listed_tenants(quotas, len(capacity))
         # GPUs asked per (cluster, tenant, or the cluster's pool of unlisted tenants), by the running
         # jobs then the queued ones (the order of the sums is kept: the same floats); the tenants per
         # cluster only where it has no quotas (they split it equally)
@@ -138,7 +137,7 @@ class FtfScheduler(FairShareBase):
                         for other in (*running, *queue):
                             fleet_demand[other.tenant] = fleet_demand.get(other.tenant, 0.0) + other.gpus
                         fleet_entitled = Entitled(view, quotas, len(fleet_demand), fleet_demand.__contains__,
-                                                  capacity)
+                                                  capacity, listed)
                     f = contention(fleet_demand[tenant], sum(fleet_entitled[tenant]))
                 elif names is None:
                     f = contention(demand[k], capacity[c] / len(active[c]))

@@ -110,6 +110,12 @@ def entitlements(view: SchedulerView, quotas, active: Iterable[str | None]) -> d
     return out
 
 
+def listed_tenants(quotas, clusters: int) -> list[frozenset | None]:
+    """Per cluster, the tenants its quotas list (None: a cluster without quotas)."""
+    return [frozenset(quotas.tenant_names(c)) if quotas is not None and quotas.limited(c) else None
+            for c in range(clusters)]
+
+
 class Entitled:
     """:func:`entitlements` one tenant at a time: the same numbers (the same float operations), for
     the tenants a decision asks about only, so that its cost grows with those, not with every active
@@ -119,22 +125,19 @@ class Entitled:
     __slots__ = ("quotas", "version", "capacity", "active", "listed", "pooled", "rows")
 
     def __init__(self, view: SchedulerView, quotas, active: int, is_active,
-                 capacity: list[float] | None = None) -> None:
-        """``capacity``: :func:`cluster_gpus` of the view, when the caller keeps it."""
+                 capacity: list[float] | None = None, listed: list[frozenset | None] | None = None,
+                 pooled: list[int] | None = None) -> None:
+        """``capacity``: :func:`cluster_gpus` of the view, ``listed``: :func:`listed_tenants` of the
+        quotas, ``pooled``: per cluster, its active tenants not listed, when the caller has them."""
         self.quotas = quotas
         self.version = getattr(quotas, "version", None)  # (the ledger's: it moves when a quota does)
         self.capacity = cluster_gpus(view) if capacity is None else capacity
         self.active = active
-        self.listed: list[frozenset | None] = []  # per cluster: the tenants its quotas list (None: no quotas)
-        self.pooled: list[int] = []  # per cluster with quotas: its active tenants not listed
-        for c in range(len(self.capacity)):
-            if quotas is None or not quotas.limited(c):
-                self.listed.append(None)
-                self.pooled.append(0)
-                continue
-            names = quotas.tenant_names(c)
-            self.listed.append(frozenset(names))
-            self.pooled.append(active - sum(1 for name in names if is_active(name)))
+        # per cluster: the tenants its quotas list (None: no quotas there)
+        self.listed = listed_tenants(quotas, len(self.capacity)) if listed is None else listed
+        # per cluster with quotas: its active tenants not listed
+        self.pooled = pooled if pooled is not None else [
+            0 if names is None else active - sum(1 for name in names if is_active(name)) for names in self.listed]
         self.rows: dict[str | None, list[float]] = {}
 
     def __getitem__(self, tenant: str | None) -> list[float]:
