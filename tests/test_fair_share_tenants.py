@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from simsched.core.contract import SchedulerView
 from simsched.core.engine import Engine, EngineConfig
 from simsched.policies import PLACEMENTS
-from simsched.policies.allocation import ALLOCATIONS
 from simsched.policies import drf as drf_module
+from simsched.policies.allocation import ALLOCATIONS
 from simsched.policies.drf import DrfScheduler
 from simsched.policies.maxmin_hetero import MaxMinHeteroScheduler
 from simsched.policies.quota import QuotaScheduler

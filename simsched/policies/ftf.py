@@ -43,7 +43,13 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.registry import common_builder, register
-from simsched.policies.shares import Entitled, FairShareBase, cluster_gpus, listed_tenants, plan_clusters
+from simsched.policies.shares import (
+    Entitled,
+    FairShareBase,
+    cluster_gpus,
+    listed_tenants,
+    plan_clusters,
+)
 
 #: the pool of a cluster's unlisted tenants, as a key (simsched.core.tenancy)
 _POOL = object()

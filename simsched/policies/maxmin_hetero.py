@@ -79,8 +79,8 @@ import numpy as np
 
 from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.core.errors import InputError
-from simsched.core.model import MILLI
 from simsched.core.extras import install_hint
+from simsched.core.model import MILLI
 from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement, trial
 from simsched.policies.queue import _over_quota
