@@ -36,6 +36,12 @@ from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.parallel import EXECUTORS, TasksLost
 
 
+def time_left(seconds: float | None) -> str:
+    """The progress line's time left: "estimating" until learn has one (simsched.learning.eta: after a
+    generation past the session's first), then ``H:MM:SS left``."""
+    return "estimating time left" if seconds is None else f"{_clock(seconds)} left"
+
+
 def _parser() -> _Parser:
     p = _Parser(prog=_command("learn"),
                 description="Learn a priority function by GP (Algorithm 3) on the scenario's instances "
@@ -101,15 +107,15 @@ def learn_command(argv: list[str]) -> int:
             result = learn(args.scenario, config, **kwargs)
         else:
             columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[runs]}"),
-                       TextColumn("left {task.fields[eta]}"))
+                       TextColumn("{task.fields[eta]}"))
             with Progress(*columns, console=console, transient=True) as bar:
-                task = bar.add_task("starting", total=None, runs="", eta=_clock(None))
+                task = bar.add_task("starting", total=None, runs="", eta=time_left(None))
 
                 def show(p: LearnProgress) -> None:
                     if p.phase == "generation_done":
                         bar.console.print(f"gen {p.generation}/{p.generations}: best {p.best:.4f}, "
                                           f"mean {p.mean:.4f}, {_clock(p.elapsed_s)} elapsed, "
-                                          f"{_clock(p.eta_s)} left")
+                                          f"{time_left(p.eta_s)}")
                         return
                     if p.phase == "init":
                         what = f"gen 0/{p.generations} (initial population)"
@@ -120,7 +126,7 @@ def learn_command(argv: list[str]) -> int:
                     if p.phase != "init":
                         what += f"  last: best {p.best:.4f} mean {p.mean:.4f}"
                     bar.update(task, description=what, completed=p.evaluated, total=p.to_evaluate or None,
-                               runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=_clock(p.eta_s))
+                               runs=f"{p.evaluated}/{p.to_evaluate} runs", eta=time_left(p.eta_s))
 
                 result = learn(args.scenario, config, progress=show, **kwargs)
     except TasksLost as exc:  # Ray's retries ran out for a fitness run: the cluster's resources, not a bug

@@ -64,6 +64,7 @@ from simsched.evo.priority import (
 from simsched.evo.scheduler import make_planner_scheduler
 from simsched.learning import fastsim
 from simsched.learning import gp_instances as learn_instances
+from simsched.learning.eta import LearnEta
 from simsched.runs import single as api
 from simsched.runs.parallel import TaskRunner
 from simsched.runs.shipping import Handle, Shipment, files_of, into_mirror, localize_file
@@ -320,7 +321,7 @@ class LearnProgress:
     best: float
     mean: float
     elapsed_s: float
-    eta_s: float | None
+    eta_s: float | None  # None until a generation after the session's first has finished
 
 
 @dataclass
@@ -493,11 +494,13 @@ def ratios(objectives: np.ndarray, srsf: np.ndarray) -> np.ndarray:
 def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | None = None,
           workers: int = 1, executor: str = "local", address: str | None = None, resume: bool = False,
           progress: Callable[[LearnProgress], None] | None = None,
-          objective_fn: ObjectiveFn = run_objective) -> LearnResult:
+          objective_fn: ObjectiveFn = run_objective,
+          clock_fn: Callable[[], float] = time.perf_counter) -> LearnResult:
     """Run GP on ``scenario_path``'s instances; write ``out`` (and ``out``.ckpt every generation).
 
     ``objective_fn(scenario_path, seed, graph_json, jobs)`` must be a module-level
-    function (it is sent to worker processes); the default runs the engine.
+    function (it is sent to worker processes); the default runs the engine. ``clock_fn``: the
+    seconds the time left is estimated from (:class:`~simsched.learning.eta.LearnEta`; a fake in tests).
     """
     scenario_path = Path(scenario_path)
     scenario = load_scenario(scenario_path)
@@ -505,17 +508,22 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
     ckpt = checkpoint_path(out) if out is not None else None
     primitives = config.primitives
     total_evals = _expected_evaluations(config)
-    # "done" counts evaluation slots (the upper bound in _expected_evaluations); the rate comes from
-    # the runs this session really made (memo hits make the estimate a little pessimistic).
+    # "done" counts evaluation slots (the upper bound in _expected_evaluations); the time left comes
+    # from the generations after the session's first (simsched.learning.eta: the first pays the
+    # warm-up and has no memo hits)
     clock = {"done": 0, "phase": "init", "generation": 0, "best": math.nan, "mean": math.nan}
+    generation_slots = 2 * config.population * config.alpha
+    timer = LearnEta(clock_fn)
 
     def report(done: int = 0, total: int = 0) -> None:
         if progress is None:
             return
         elapsed = time.perf_counter() - started
-        finished = fitness.runs + done
-        remaining = max(total_evals - clock["done"] - done, 0)
-        eta = elapsed / finished * remaining if finished else None
+        slots = max(total_evals - config.population * config.validation - clock["done"], 0)
+        phase = clock["phase"]
+        current = {"init": config.population * config.alpha, "generation": generation_slots}.get(phase, 0)
+        eta = 0.0 if phase == "done" else timer.remaining(slots, current, config.population * config.validation,
+                                                          done, total)
         progress(LearnProgress(clock["phase"], clock["generation"], config.generations, done, total,
                                clock["best"], clock["mean"], elapsed, eta))
 
@@ -543,7 +551,9 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
         if state.generation == -1:
             seeds = state.init_seeds
             report()
+            timer.begin(fitness.runs)
             values = fitness.fitness(state.population, seeds)
+            timer.end(config.population * config.alpha, fitness.runs)
             state.generation, state.fitness = 0, values
             state.history.append(_entry(0, seeds, state.population, values))
             _account(clock, config.population * config.alpha)
@@ -560,7 +570,9 @@ def learn(scenario_path: str | Path, config: LearnConfig, *, out: str | Path | N
             offspring = _offspring(rng, state.population, state.fitness, config)
             merged = state.population + offspring
             report()
+            timer.begin(fitness.runs)
             values = fitness.fitness(merged, seeds)
+            timer.end(generation_slots, fitness.runs)
             keep = gp.select_best(values, config.population)
             state.population = [merged[i] for i in keep]
             state.fitness = values[keep]

@@ -43,7 +43,13 @@ from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.registry import common_builder, register
-from simsched.policies.shares import FairShareBase, cluster_gpus, entitlements, plan_clusters
+from simsched.policies.shares import (
+    Entitled,
+    FairShareBase,
+    cluster_gpus,
+    listed_tenants,
+    plan_clusters,
+)
 
 #: the pool of a cluster's unlisted tenants, as a key (simsched.core.tenancy)
 _POOL = object()
@@ -71,49 +77,102 @@ class FtfScheduler(FairShareBase):
 
     name = "ftf"
 
+    def __init__(self, placement, allocation, backfill: bool = True) -> None:
+        super().__init__(placement, allocation, backfill)
+        self._static = type(allocation).prepare is Allocation.prepare
+        self._last_order: tuple | None = None  # (queue, running, now, the queue in ρ order)
+        self._capacity: tuple | None = None  # (fleet, GPUs per cluster)
+
     def rhos(self, view: SchedulerView) -> dict[str, float]:
-        """Every queued job's estimated ρ now."""
+        """Every queued job's estimated ρ now (see :meth:`_rhos`)."""
+        return self._rhos(view)[0]
+
+    def _rhos(self, view: SchedulerView) -> tuple[dict[str, float], list[int | None]]:
+        """Every queued job's estimated ρ now, and the queued jobs' clusters (in queue order).
+
+        Its cost grows with the jobs, not with the tenants: a cluster's listed tenants are read once,
+        and the fleet-wide entitlements (for jobs free to run in any cluster) are computed only for
+        the tenants of such jobs (:class:`~simsched.policies.shares.Entitled`)."""
         quotas = self.quotas(view)
-        capacity = cluster_gpus(view)
-        cluster_of = {job.job_id: self.allocation.cluster_for(job, view) for job in view.queue}
-        placed = [(job, job.running_cluster) for job in view.running] + \
-                 [(job, cluster_of[job.job_id]) for job in view.queue]
+        fleet = view.fleet
+        if self._capacity is None or self._capacity[0] is not fleet:
+            self._capacity = (fleet, cluster_gpus(view))
+        capacity = self._capacity[1]
+        allocation = self.allocation
+        queue = view.queue
+        running = view.running
+        clusters_of = [allocation.cluster_for(job, view) for job in queue]
+        # per cluster: the tenants its quotas list (None: no quotas there)
+        listed = listed_tenants(quotas, len(capacity))
+        # GPUs asked per (cluster, tenant, or the cluster's pool of unlisted tenants), by the running
+        # jobs then the queued ones (the order of the sums is kept: the same floats); the tenants per
+        # cluster only where it has no quotas (they split it equally)
+        counted = None in listed
         active: dict[int | None, set] = {}
-        for job, c in placed:
-            active.setdefault(c, set()).add(job.tenant)
-
-        def key(tenant: str | None, c: int | None) -> tuple:
-            """Whose share a job counts against in cluster c (the pool of unlisted tenants is one)."""
-            if c is not None and quotas is not None and quotas.limited(c) and tenant not in quotas.tenant_names(c):
-                return (c, _POOL)
-            return (c, tenant)
-
         demand: dict[tuple, float] = {}
-        fleet_demand: dict[str | None, float] = {}
-        for job, c in placed:
-            k = key(job.tenant, c)
+        for job in running:
+            c, tenant = job.running_cluster, job.tenant
+            names = listed[c]
+            k = (c, _POOL) if names is not None and tenant not in names else (c, tenant)
             demand[k] = demand.get(k, 0.0) + job.gpus
-            fleet_demand[job.tenant] = fleet_demand.get(job.tenant, 0.0) + job.gpus
-        fleet_entitled = {t: sum(row) for t, row in entitlements(view, quotas, fleet_demand).items()}
-
-        def entitled(tenant: str | None, c: int) -> float:
-            if quotas is None or not quotas.limited(c):
-                return capacity[c] / len(active[c])
-            return quotas.quota(tenant, c) or 0.0  # an unlisted tenant reads its pool's quota
+            if counted:
+                active.setdefault(c, set()).add(tenant)
+        for job, c in zip(queue, clusters_of):
+            tenant = job.tenant
+            names = None if c is None else listed[c]
+            k = (c, _POOL) if names is not None and tenant not in names else (c, tenant)
+            demand[k] = demand.get(k, 0.0) + job.gpus
+            if counted:
+                active.setdefault(c, set()).add(tenant)
+        fleet_demand: dict[str | None, float] | None = None  # per tenant, fleet-wide (read only for a
+        fleet_entitled = None  # job free to run in any cluster)
 
         factor: dict[tuple, float] = {}
         now = view.now
+        remaining_time = view.remaining_time
         out = {}
-        for job in view.queue:
-            c = cluster_of[job.job_id]
-            k = key(job.tenant, c)
+        for job, c in zip(queue, clusters_of):
+            tenant = job.tenant
+            names = None if c is None else listed[c]
+            k = (c, _POOL) if names is not None and tenant not in names else (c, tenant)
             f = factor.get(k)
             if f is None:
-                f = factor[k] = contention(fleet_demand[job.tenant], fleet_entitled[job.tenant]) if c is None \
-                    else contention(demand[k], entitled(job.tenant, c))
+                if c is None:
+                    if fleet_demand is None:
+                        fleet_demand = {}
+                        for other in (*running, *queue):
+                            fleet_demand[other.tenant] = fleet_demand.get(other.tenant, 0.0) + other.gpus
+                        fleet_entitled = Entitled(view, quotas, len(fleet_demand), fleet_demand.__contains__,
+                                                  capacity, listed)
+                    f = contention(fleet_demand[tenant], sum(fleet_entitled[tenant]))
+                elif names is None:
+                    f = contention(demand[k], capacity[c] / len(active[c]))
+                else:  # an unlisted tenant reads its pool's quota
+                    f = contention(demand[k], quotas.quota(tenant, c) or 0.0)
+                factor[k] = f
             speed = max(o.speed for o in job.options)
-            out[job.job_id] = rho_estimate(job, now, view.remaining_time(job, speed), f)
-        return out
+            # (rho_estimate, inlined: once per queued job per decision)
+            alone = job.duration / speed * f
+            shared = (now - job.submit) + remaining_time(job, speed)
+            out[job.job_id] = (math.inf if shared > 0 else 1.0) if alone <= 0 else shared / alone
+        return out, clusters_of
+
+    def _ordered(self, view: SchedulerView, queue) -> list[tuple[JobView, int | None]]:
+        """The queued jobs, each with its cluster, in decreasing ρ (ties: submit, input order). Under
+        ``quota = "borrow"`` the quota
+        wrapper asks twice per decision; when the first pass started and preempted nothing, the second
+        sees the very same queue and running jobs (the same tuples) at the same time, so the order is
+        the same and is kept from the first (a static allocation only: a planning one re-plans)."""
+        running = view.running
+        last = self._last_order
+        if last is not None and last[0] is queue and last[1] is running and last[2] == view.now:
+            return last[3]
+        rho, clusters_of = self._rhos(view)
+        ordered = sorted(zip(queue, clusters_of), key=lambda item: (-rho[item[0].job_id], item[0].submit,
+                                                                    item[0].index))
+        if self._static:
+            self._last_order = (queue, running, view.now, ordered)
+        return ordered
 
     def decide(self, view: SchedulerView) -> Decision:
         queue = view.queue
@@ -121,29 +180,36 @@ class FtfScheduler(FairShareBase):
         if not queue or not any(free):
             return EMPTY_DECISION
         plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))  # (MCT: in submit order)
-        rho = self.rhos(view)
-        ordered = sorted(queue, key=lambda j: (-rho[j.job_id], j.submit, j.index))
+        ordered = self._ordered(view, queue)
         groups = view.fleet.groups
         admission = getattr(view, "admission", None)
         failed: set[tuple] = set()
         # kinds of job (cluster, options, workers, tenant) that did not start: free GPUs and quota rooms
-        # only shrink in a decision (and blocked clusters only grow), so they fail again
+        # only shrink in a decision (and blocked clusters only grow), so they fail again; and their
+        # shapes (cluster, options, workers) when no option was refused for the quota (none fits the
+        # free GPUs: whatever the tenant, so one tenant's failure stands for all, as with a tenant per job)
         failed_kinds: set[tuple] = set()
+        failed_shapes: set[tuple] = set()
+        remember = self.remember_failures
         blocked: set[int] = set()
         clusters = len(view.fleet.cluster_names)
         starts: list[Start] = []
-        for job in ordered:
-            cluster = self.allocation.cluster_for(job, view)
+        for job, cluster in ordered:
             if cluster in blocked:
                 continue
-            kind = (cluster, id(job.options), job.workers, job.tenant)
-            if kind in failed_kinds:
+            shape = (cluster, id(job.options), job.workers)
+            kind = (*shape, job.tenant)
+            if shape in failed_shapes or kind in failed_kinds:
                 nodes = None
             else:
+                refused = admission.refused if admission is not None else 0
                 nodes = place_job(job, cluster, groups, self.placement, free, failed, skip=blocked,
                                   admission=admission)
-                if nodes is None and self.remember_failures:
-                    failed_kinds.add(kind)
+                if nodes is None and remember:
+                    if admission is None or admission.refused == refused:
+                        failed_shapes.add(shape)
+                    else:
+                        failed_kinds.add(kind)
             if nodes is not None:
                 starts.append(Start(job.job_id, nodes))
                 if not any(free):

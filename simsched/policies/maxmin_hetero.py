@@ -80,6 +80,7 @@ import numpy as np
 from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
 from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
+from simsched.core.model import MILLI
 from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement, trial
 from simsched.policies.queue import _over_quota
@@ -190,6 +191,8 @@ class MaxMinHeteroScheduler(QuotaSource):
     # tenant's quota is never chosen, and nothing is preempted for it
     supports_admission = True
     by_tenant = False
+    #: False: try every job, even of a kind that already failed (the reference, for tests)
+    remember_failures = True
 
     def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True,
                  interval_s: float | None = None) -> None:
@@ -206,28 +209,41 @@ class MaxMinHeteroScheduler(QuotaSource):
         self.programs = 0  # water-fillings solved (not cached), for tests and benchmarks
 
     # -- the allocation ---------------------------------------------------------------
+    @staticmethod
+    def _speed(job: JobView, option) -> float:
+        """The job's speed factor on ``option``'s GPU type: the one place this policy reads speeds
+        (the per-type speedups, simsched.core.model.speed_factor)."""
+        return option.speed
+
     def targets(self, view: SchedulerView):
         """(tenants, groups, x, levels, a, equal): the max-min fair allocation for the jobs now."""
         groups = sorted(view.fleet.groups)
         index = {g: i for i, g in enumerate(groups)}
         # tenant -> [Σ_j g_j a_jr, Σ_j g_j s_jr (per group), Σ_j g_j]; s_jr = g_j / GPUs held on r
+        # (Python floats, summed in job order: the same IEEE sums as numpy's, without its per-element cost)
         stats: dict[str | None, list] = {}
+        m = len(groups)
+        speed = self._speed
+        cluster_for = self.allocation.cluster_for
         for job in (*view.running, *view.queue):
             entry = stats.get(job.tenant)
             if entry is None:
-                entry = stats[job.tenant] = [np.zeros(len(groups)), np.zeros(len(groups)), 0.0]
-            cluster = job.running_cluster if job.running_nodes else self.allocation.cluster_for(job, view)
+                entry = stats[job.tenant] = [[0.0] * m, [0.0] * m, 0.0]
+            cluster = job.running_cluster if job.running_nodes else cluster_for(job, view)
+            gpus = job.gpus
+            rates, served_sum = entry[0], entry[1]
             for option in job.options:
                 if cluster is not None and option.cluster != cluster:
                     continue
                 r = index[option.cluster, option.gpu_type]
-                served = job.gpus / option_gpus(job, option)
-                entry[0][r] += job.gpus * option.speed * served
-                entry[1][r] += job.gpus * served
-            entry[2] += job.gpus
+                served = gpus / (option.per_worker * job.workers / MILLI)  # (option_gpus, inlined)
+                rates[r] += gpus * speed(job, option) * served
+                served_sum[r] += gpus * served
+            entry[2] += gpus
         tenants = sorted(stats, key=tenant_order)
-        a = np.array([stats[t][0] / stats[t][2] if stats[t][2] > 0 else stats[t][0] for t in tenants])
-        served = np.array([stats[t][1] / stats[t][2] if stats[t][2] > 0 else stats[t][1] for t in tenants])
+        a = np.array([np.array(stats[t][0]) / stats[t][2] if stats[t][2] > 0 else stats[t][0] for t in tenants])
+        served = np.array([np.array(stats[t][1]) / stats[t][2] if stats[t][2] > 0 else stats[t][1]
+                           for t in tenants])
         capacity = group_gpus(view)
         cap = np.array([capacity[g] for g in groups])
         demand = np.array([stats[t][2] for t in tenants])
@@ -282,25 +298,56 @@ class MaxMinHeteroScheduler(QuotaSource):
         preempts: list[str] = []
         started: set[str] = set()
 
+        cluster_for = self.allocation.cluster_for
+        remember = self.remember_failures
+
         def level(t: int) -> float:  # normalised throughput now
             return float(a[t] @ usage[t] / equal[t]) if equal[t] > 0 else math.inf
 
+        # each queued job's kind (cluster, options, workers), per tenant in its jobs' order, and how
+        # many kinds each tenant has
+        kinds_of = {tenant: [(cluster_for(job, view), id(job.options), job.workers) for job in jobs]
+                    for tenant, jobs in waiting.items()}
+        every: dict[str | None, int] = {}  # per tenant: how many kinds its queued jobs are (0: no backfill)
         for within in (True, False):
             heap = []
             for tenant, jobs in waiting.items():
-                rest = [j for j in jobs if j.job_id not in started]
-                if rest:
-                    t = t_index[tenant]
-                    heap.append((level(t), rest[0].submit, rest[0].index, t, 0))
-                    waiting[tenant] = rest
+                if started:
+                    kept = [i for i, j in enumerate(jobs) if j.job_id not in started]
+                    if len(kept) < len(jobs):
+                        kinds = kinds_of[tenant]
+                        jobs = waiting[tenant] = [jobs[i] for i in kept]
+                        kinds_of[tenant] = [kinds[i] for i in kept]
+                if jobs:
+                    heap.append((level(t_index[tenant]), jobs[0].submit, jobs[0].index, t_index[tenant], 0))
+                    every[tenant] = len(set(kinds_of[tenant])) if self.backfill and remember else 0
             heapq.heapify(heap)
+            # kinds of job that did not start, per tenant: in the leftovers pass nothing is preempted
+            # (free GPUs and quota rooms only shrink), so they fail again for the rest of the pass;
+            # within allocations a preemption may make room, so only for the rest of the tenant's turn
+            # (nothing changes until it starts a job, which ends its turn). Once all of a tenant's kinds
+            # failed, its turn ends (with backfill: its other jobs would fail too)
+            failed_of: dict[int, set] = {}
             while heap:
                 _, _, _, t, position = heapq.heappop(heap)
-                jobs = waiting[tenants[t]]
+                tenant = tenants[t]
+                jobs, kinds = waiting[tenant], kinds_of[tenant]
+                failed = failed_of.get(t) if not within else None
+                if failed is None:
+                    failed = failed_of[t] = set()
+                all_kinds = every[tenant]
                 while position < len(jobs):
                     job = jobs[position]
+                    kind = kinds[position]
                     position += 1
-                    start = self._start(job, t, view, within, x, usage, free, running_on, g_index, preempts)
+                    if kind in failed:
+                        start = None
+                    else:
+                        start = self._start(job, t, view, within, x, usage, free, running_on, g_index, preempts)
+                        if start is None and remember:
+                            failed.add(kind)
+                            if len(failed) == all_kinds:
+                                break  # (every kind of its jobs fails: so do the rest)
                     if start is not None:
                         starts.append(start)
                         started.add(job.job_id)

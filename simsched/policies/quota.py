@@ -345,11 +345,11 @@ class QuotaScheduler:
             if not waiting:
                 return
             # a job no option of which fits its tenant's room fails without a look (and rooms change
-            # only when a reclaim succeeds)
+            # only when a reclaim succeeds); jobs of one tenant, options and workers are asked once
+            roomy_for: dict[tuple, bool] = {}
             waiting = sorted((job for job in waiting if job.job_id not in started
                               and (after is None or (job.submit, job.index) > after)
-                              and any(staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers)
-                                      for o in job.options)),
+                              and _has_room(job, staged, roomy_for)),
                              key=lambda j: (j.submit, j.index))
             # a failed reclaim changes nothing, so a job of the same tenant with the same options and
             # workers fails too, until some reclaim succeeds (exact; the engine shares options tuples)
@@ -488,6 +488,17 @@ def _fits(nodes: Sequence[int], per_worker: int, free: Sequence[int]) -> bool:
     for n in nodes:
         need[n] = need.get(n, 0) + per_worker
     return all(free[n] >= amount for n, amount in need.items())
+
+
+def _has_room(job: JobView, staged: Staged, known: dict[tuple, bool]) -> bool:
+    """Whether some option of ``job`` fits its tenant's room (``staged``); ``known``: the answers so far
+    by (tenant, options, workers), the same for every such job while the rooms stand."""
+    same = (job.tenant, id(job.options), job.workers)
+    answer = known.get(same)
+    if answer is None:
+        answer = known[same] = any(staged.admits(job.tenant, o.cluster, o.gpu_type, o.per_worker * job.workers)
+                                   for o in job.options)
+    return answer
 
 
 def _release(job: JobView, staged: Staged, free: list[int]) -> None:

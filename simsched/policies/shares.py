@@ -110,6 +110,52 @@ def entitlements(view: SchedulerView, quotas, active: Iterable[str | None]) -> d
     return out
 
 
+def listed_tenants(quotas, clusters: int) -> list[frozenset | None]:
+    """Per cluster, the tenants its quotas list (None: a cluster without quotas)."""
+    return [frozenset(quotas.tenant_names(c)) if quotas is not None and quotas.limited(c) else None
+            for c in range(clusters)]
+
+
+class Entitled:
+    """:func:`entitlements` one tenant at a time: the same numbers (the same float operations), for
+    the tenants a decision asks about only, so that its cost grows with those, not with every active
+    tenant (issue 35: with a tenant per job, thousands). ``active``: how many tenants are active;
+    ``is_active(tenant)``: whether one is (asked only of the tenants a cluster's quota lists)."""
+
+    __slots__ = ("quotas", "version", "capacity", "active", "listed", "pooled", "rows")
+
+    def __init__(self, view: SchedulerView, quotas, active: int, is_active,
+                 capacity: list[float] | None = None, listed: list[frozenset | None] | None = None,
+                 pooled: list[int] | None = None) -> None:
+        """``capacity``: :func:`cluster_gpus` of the view, ``listed``: :func:`listed_tenants` of the
+        quotas, ``pooled``: per cluster, its active tenants not listed, when the caller has them."""
+        self.quotas = quotas
+        self.version = getattr(quotas, "version", None)  # (the ledger's: it moves when a quota does)
+        self.capacity = cluster_gpus(view) if capacity is None else capacity
+        self.active = active
+        # per cluster: the tenants its quotas list (None: no quotas there)
+        self.listed = listed_tenants(quotas, len(self.capacity)) if listed is None else listed
+        # per cluster with quotas: its active tenants not listed
+        self.pooled = pooled if pooled is not None else [
+            0 if names is None else active - sum(1 for name in names if is_active(name)) for names in self.listed]
+        self.rows: dict[str | None, list[float]] = {}
+
+    def __getitem__(self, tenant: str | None) -> list[float]:
+        """The GPUs an active ``tenant`` is entitled to, per cluster."""
+        row = self.rows.get(tenant)
+        if row is None:
+            row = self.rows[tenant] = []
+            quotas = self.quotas
+            for c, gpus in enumerate(self.capacity):
+                listed = self.listed[c]
+                if listed is None:
+                    row.append(gpus / self.active)
+                    continue
+                quota = quotas.quota(tenant, c) or 0.0
+                row.append(quota if tenant in listed else quota / self.pooled[c])
+        return row
+
+
 def has_quotas(view: SchedulerView, quotas) -> bool:
     return quotas is not None and any(quotas.limited(c) for c in range(len(view.fleet.cluster_names)))
 
