@@ -53,15 +53,24 @@ class RunningEnds:
 
     :meth:`sync` brings it up to the view: the jobs with an end at or before now have
     finished (completions fire before decisions), and the jobs :meth:`started` noted at the
-    last decision run now. If the count then differs from the view's running jobs (a decision
-    not applied, a scheduler reused on another run), it is rebuilt from the view.
+    last decision run now. The kept jobs are then checked against the view's running jobs,
+    by identity (one set of ids, built in C): when they differ it is rebuilt from the
+    view. A count would not do: a decision not applied, a scheduler reused on another run, or
+    a wrapper that starts and preempts jobs behind the walk's back (the quota wrapper's
+    reclaim step starts one job and preempts another: the same count, a wrong release; issue
+    39) all show as different jobs. A job noted as started that is still kept (it was
+    preempted and restarted out of the walk's sight) forces a rebuild too: its kept release
+    is that of its earlier run.
     """
 
-    __slots__ = ("ends", "releases", "_started", "_now", "_fleet", "node_group")
+    __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "_started", "_now", "_fleet", "node_group")
 
     def __init__(self) -> None:
         self.ends: list[float] = []
         self.releases: list[Release] = []
+        self.owners: list[int] = []  # id() of each release's job, in the same order
+        self.members: set[int] = set()  # the ids in owners
+        self.rebuilt = True  # whether the last sync rebuilt it (the running jobs changed out of its sight)
         self._started: list[JobView] = []
         self._now = -math.inf
         self._fleet: object = None
@@ -76,6 +85,13 @@ class RunningEnds:
         i = bisect_right(self.ends, end)
         self.ends.insert(i, end)
         self.releases.insert(i, (end, tuple(job.running_nodes), job.run_share))
+        self.owners.insert(i, id(job))
+        self.members.add(id(job))
+
+    def _rebuild(self, running: Sequence[JobView]) -> None:
+        self.ends, self.releases, self.owners, self.members = [], [], [], set()
+        for job in running:
+            self._insert(job)
 
     def sync(self, view: SchedulerView) -> int:
         """Up to date with ``view``; returns the index of the first release after now."""
@@ -85,17 +101,23 @@ class RunningEnds:
             self.node_group = list(zip(view.fleet.node_cluster, view.fleet.node_type))
         started, self._started = self._started, []
         running = view.running
-        if now >= self._now:
+        stale = now < self._now
+        if not stale:
+            members = self.members
             for job in started:
+                if id(job) in members:  # restarted while its earlier run is still kept
+                    stale = True
+                    break
                 self._insert(job)
             done = bisect_right(self.ends, now)
-            if done:
+            if done and not stale:
+                members.difference_update(self.owners[:done])
                 del self.ends[:done]
                 del self.releases[:done]
-        if now < self._now or len(self.ends) != len(running):
-            self.ends, self.releases = [], []
-            for job in running:
-                self._insert(job)
+                del self.owners[:done]
+        self.rebuilt = stale or len(self.ends) != len(running) or self.members != set(map(id, running))
+        if self.rebuilt:
+            self._rebuild(running)
         self._now = now
         return bisect_right(self.ends, now)
 
@@ -289,20 +311,24 @@ class _Plan:
 class _Resume:
     """What a walk that started nothing leaves for the next one (see :class:`ReservingWalk`)."""
 
-    __slots__ = ("now", "free", "length", "last", "failed_now", "plan")
+    __slots__ = ("now", "free", "ordered", "length", "last", "failed_now", "plan")
 
     def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan) -> None:
         self.now = view.now
         self.free = view.free
+        self.ordered = ordered
         self.length = len(ordered)
         self.last = ordered[-1] if ordered else None
         self.failed_now = failed_now
         self.plan = plan
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
-        """Whether only arrivals came since, all sorting after the jobs that walk saw."""
-        return (view.now >= self.now and view.free == self.free and len(ordered) >= self.length
-                and (self.length == 0 or ordered[self.length - 1] is self.last))
+        """Whether only arrivals came since, all sorting after the jobs that walk saw: the same list
+        (the scheduler's sorted queue, which arrivals are inserted into; a walk over another list, such
+        as a wrapper's sub-queue, may hold other jobs before the last one seen), grown, with the same
+        job at the old length's end (an arrival sorting before it would have moved it)."""
+        return (ordered is self.ordered and view.now >= self.now and view.free == self.free
+                and len(ordered) >= self.length and (self.length == 0 or ordered[self.length - 1] is self.last))
 
 
 class ReservingWalk:
@@ -342,7 +368,8 @@ class ReservingWalk:
         starts: list[tuple[str, tuple[int, ...]]] = []
         started: list[JobView] = []
         resume, self._resume = self._resume, None
-        if resumable and resume is not None and resume.holds_for(view, ordered):
+        # (a rebuild: jobs started or stopped out of the walk's sight, which the free GPUs may not show)
+        if resumable and resume is not None and not running.rebuilt and resume.holds_for(view, ordered):
             begin, failed_now, plan = resume.length, resume.failed_now, resume.plan
             plan.now = view.now
         else:
