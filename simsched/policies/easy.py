@@ -53,17 +53,25 @@ class RunningEnds:
 
     :meth:`sync` brings it up to the view: the jobs with an end at or before now have
     finished (completions fire before decisions), and the jobs :meth:`started` noted at the
-    last decision run now. The kept jobs are then checked against the view's running jobs,
-    by identity (one set of ids, built in C): when they differ it is rebuilt from the
-    view. A count would not do: a decision not applied, a scheduler reused on another run, or
-    a wrapper that starts and preempts jobs behind the walk's back (the quota wrapper's
-    reclaim step starts one job and preempts another: the same count, a wrong release; issue
-    39) all show as different jobs. A job noted as started that is still kept (it was
-    preempted and restarted out of the walk's sight) forces a rebuild too: its kept release
-    is that of its earlier run.
+    last decision run now. Then it checks that the kept jobs are the view's running jobs;
+    when not, it is rebuilt from the view. A count of jobs would not do: a decision not
+    applied, a scheduler reused on another run, or a wrapper that starts and preempts jobs
+    behind the walk's back (the quota wrapper's reclaim step starts one job and preempts
+    another: the same count, a wrong release; issue 39) all keep it. The check:
+
+    - with the engine's count of starts, finishes and preemptions (``view.running_changes``):
+      it grew by exactly the kept jobs that ended plus the noted starts, each of which runs
+      since the noted time. Any other change adds to the count (a preemption of a kept job
+      that then ended counts as its finish: it is gone either way). O(starts);
+    - otherwise (a view without the count, such as a wrapper's sub-view), by identity: one
+      set of the running jobs' ids, built in C.
+
+    A job noted as started that is still kept (it was preempted and restarted out of the walk's
+    sight) forces a rebuild: its kept release is that of its earlier run.
     """
 
-    __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "_started", "_now", "_fleet", "node_group")
+    __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "_started", "_now", "_changes", "_fleet",
+                 "node_group")
 
     def __init__(self) -> None:
         self.ends: list[float] = []
@@ -73,6 +81,7 @@ class RunningEnds:
         self.rebuilt = True  # whether the last sync rebuilt it (the running jobs changed out of its sight)
         self._started: list[JobView] = []
         self._now = -math.inf
+        self._changes: int | None = None  # the view's running_changes at the last sync
         self._fleet: object = None
         self.node_group: list[tuple[int, str]] = []  # (cluster, gpu type) of each node
 
@@ -100,8 +109,10 @@ class RunningEnds:
             self._fleet = view.fleet
             self.node_group = list(zip(view.fleet.node_cluster, view.fleet.node_type))
         started, self._started = self._started, []
-        running = view.running
-        stale = now < self._now
+        changes = getattr(view, "running_changes", None)
+        known, self._changes = self._changes, changes
+        then, self._now = self._now, now
+        stale = now < then
         if not stale:
             members = self.members
             for job in started:
@@ -115,10 +126,18 @@ class RunningEnds:
                 del self.ends[:done]
                 del self.releases[:done]
                 del self.owners[:done]
-        self.rebuilt = stale or len(self.ends) != len(running) or self.members != set(map(id, running))
-        if self.rebuilt:
-            self._rebuild(running)
-        self._now = now
+            if not stale:
+                if changes is not None and known is not None and changes == known + len(started) + done:
+                    for job in started:
+                        if job.run_start != then:  # not started then (the decision was not applied as walked)
+                            stale = True
+                            break
+                else:
+                    running = view.running
+                    stale = len(self.ends) != len(running) or self.members != set(map(id, running))
+        self.rebuilt = stale
+        if stale:
+            self._rebuild(view.running)
         return bisect_right(self.ends, now)
 
 
@@ -162,16 +181,25 @@ class _Plan:
     [s, e) is its value at s, or at the start of one of its reservations inside the window.
     """
 
-    __slots__ = ("now", "free", "zero_runs", "walk_ends", "booked", "booked_at", "made")
+    __slots__ = ("now", "free", "zero_runs", "booked", "booked_at", "made", "change_at", "changes")
 
     def __init__(self, now: float, free: list[int]) -> None:
         self.now = now
         self.free = free  # at this instant: the profile's value now less the zero runs
         self.zero_runs: list[Release] = []  # starts that end now: the profile after now never holds them
-        self.walk_ends: list[Release] = []  # starts that end after now
         self.booked: list[_Reservation] = []  # by start time
         self.booked_at: list[float] = []
         self.made: list[tuple[str, float, tuple[int, ...]]] = []  # every reservation (job_id, time, nodes)
+        # this walk's changes to the profile after now, in time order (kept sorted as they come, not
+        # sorted at every scan: with conservative, a scan per queued job): its starts' ends (+share)
+        # and its reservations' starts (-share) and finite ends (+share)
+        self.change_at: list[float] = []
+        self.changes: list[Release] = []
+
+    def _change(self, at: float, nodes: tuple[int, ...], share: int) -> None:
+        i = bisect_right(self.change_at, at)
+        self.change_at.insert(i, at)
+        self.changes.insert(i, (at, nodes, share))
 
     def _least(self, values: list[int], after: float, before: float) -> list[int]:
         """``values`` (a copy) lowered to each reserved node's value at the start of its
@@ -188,19 +216,30 @@ class _Plan:
         return scratch
 
     def fit_now(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | None:
+                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | bool:
         """(nodes, share per worker, run time) of ``job`` started now, fastest GPU type first, when
-        it fits over its whole run; None when it does not."""
+        it fits over its whole run. When it does not: False if no option fits even the GPUs free
+        now (no reservation in its window lowered them), so that no job of its shape fits now
+        whatever its run time, until this walk's end (the GPUs free now only shrink; every
+        built-in placement that fails on some free GPUs fails on fewer); True otherwise."""
         now = self.now
+        booked, booked_at = self.booked, self.booked_at
+        lowered = False
         for option in job.options:
             if cluster is not None and option.cluster != cluster:
                 continue
             run = view.remaining_time(job, option.speed)
-            scratch = self._least(self.free, now, now + run) if self.booked else self.free[:]
+            if booked:
+                scratch = self._least(self.free, now, now + run)
+                i = bisect_right(booked_at, now)
+                if i < len(booked) and booked[i].at < now + run:
+                    lowered = True
+            else:
+                scratch = self.free[:]
             chosen = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, scratch)
             if chosen is not None:
                 return chosen, option.per_worker, run
-        return None
+        return lowered
 
     def start(self, nodes: tuple[int, ...], share: int, run: float) -> None:
         """Take a start now out of the profile."""
@@ -211,7 +250,7 @@ class _Plan:
         if not end > self.now:
             self.zero_runs.append((end, nodes, share))
             return
-        self.walk_ends.append((end, nodes, share))
+        self._change(end, nodes, share)
         for reservation in self.booked:  # it holds its nodes at each reservation's start before its end
             if reservation.at >= end:
                 break
@@ -245,6 +284,9 @@ class _Plan:
         i = bisect_right(self.booked_at, at)
         self.booked_at.insert(i, at)
         self.booked.insert(i, _Reservation(at, end, nodes, share, least_here))
+        self._change(at, nodes, -share)
+        if math.isfinite(end):
+            self._change(end, nodes, share)
 
     def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
               view: SchedulerView, running: RunningEnds,
@@ -265,13 +307,9 @@ class _Plan:
         slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
         node_group = running.node_group
         ends, releases = running.ends, running.releases
-        # this walk's changes after now, in time order: its starts' ends and its reservations
-        changes = list(self.walk_ends)
-        for reservation in self.booked:
-            changes.append((reservation.at, reservation.nodes, -reservation.share))
-            if math.isfinite(reservation.end):
-                changes.append((reservation.end, reservation.nodes, reservation.share))
-        changes.sort(key=lambda change: change[0])
+        # this walk's changes after now, in time order (the order of changes at one time does not
+        # matter: all of them are applied before the next test)
+        changes, change_at = self.changes, self.change_at
         i, j = first, 0
         t = now
         pending = list(self.zero_runs)  # given back with the first breakpoint after now
@@ -283,7 +321,7 @@ class _Plan:
                     if chosen is not None:
                         return t, chosen, per_worker, run, value
             next_running = ends[i] if i < len(ends) else math.inf
-            next_change = changes[j][0] if j < len(changes) else math.inf
+            next_change = change_at[j] if j < len(change_at) else math.inf
             t = min(next_running, next_change)
             if t == math.inf:
                 return None
@@ -293,7 +331,7 @@ class _Plan:
                 elif i < len(ends) and ends[i] == t:
                     change = releases[i]
                     i += 1
-                elif j < len(changes) and changes[j][0] == t:
+                elif j < len(change_at) and change_at[j] == t:
                     change = changes[j]
                     j += 1
                 else:
@@ -342,12 +380,21 @@ class ReservingWalk:
     start reaches the same reservations or more, with no more capacity; every built-in
     placement fits only where it would fit on more), the reservations are the same, and only the
     new jobs are walked.
+
+    With ``resumable`` it also keeps each queued job's cluster, shape and remaining work between
+    decisions (``cluster_for`` of a static allocation sticks, and a queued job's remaining time
+    changes only when it runs): a job seen before costs one look-up, not three calls. A job's
+    facts are dropped when the walk starts it, and all of them when the running jobs changed out
+    of the walk's sight (a preempted job comes back with less work; its queue number, checked too,
+    also moves).
     """
 
     def __init__(self, depth: float = 1) -> None:
         self.depth = depth
         self.running_ends = RunningEnds()
         self._resume: _Resume | None = None
+        # id(job) -> (job, queue_seq, cluster, shape, remaining time): see the class docstring
+        self._facts: dict[int, tuple] = {}
 
     def __call__(self, ordered: Sequence[JobView], cluster_of: Callable[[JobView, SchedulerView], int | None],
                  view: SchedulerView, placement: Placement,
@@ -373,22 +420,37 @@ class ReservingWalk:
             begin, failed_now, plan = resume.length, resume.failed_now, resume.plan
             plan.now = view.now
         else:
-            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too)
+            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too;
+            # -inf: it did not fit the GPUs free now, with no reservation in its window: none fits)
             failed_now: dict[tuple, float] = {}
             begin, plan = 0, _Plan(view.now, list(view.free))
         made = plan.made
         fit_now = plan.fit_now
+        if not resumable or running.rebuilt:
+            self._facts = {}
+        facts = self._facts if resumable else None
         for index in range(begin, len(ordered)):
             job = ordered[index]
-            cluster = cluster_of(job, view)
-            shape = (cluster, id(job.options), job.workers)
-            work = remaining_time(job)
+            known = None if facts is None else facts.get(id(job))
+            if known is not None and known[0] is job and known[1] == job.queue_seq:
+                cluster, shape, work = known[2], known[3], known[4]
+            else:
+                cluster = cluster_of(job, view)
+                shape = (cluster, id(job.options), job.workers)
+                work = remaining_time(job)
+                if facts is not None:
+                    facts[id(job)] = (job, job.queue_seq, cluster, shape, work)
             if work >= failed_now.get(shape, math.inf):
                 found = None
                 if len(made) >= depth:
                     continue
             else:
                 found = fit_now(job, cluster, groups, placement, view)
+                if found is False:  # no job of its shape fits now: the same as the reference's memo
+                    failed_now[shape] = -math.inf  # of a shorter one would give, without trying
+                    found = None
+                elif found is True:
+                    found = None
             if found is None:
                 failed_now[shape] = min(failed_now.get(shape, math.inf), work)
                 if len(made) < depth:
@@ -398,6 +460,8 @@ class ReservingWalk:
             plan.start(nodes, share, run)
             starts.append((job.job_id, nodes))
             started.append(job)
+            if facts is not None:
+                del facts[id(job)]
         running.started(started)
         if resumable and not starts:
             self._resume = _Resume(view, ordered, failed_now, plan)
