@@ -191,3 +191,44 @@ def test_kept_releases_equal_the_reference_under_reclaims(seed, name, placement,
                EngineConfig(heterogeneous=True, restrict_to_home=True, restart_penalty_s=penalty),
                build_tenancy(TENANT_FLEET, "borrow", "preempt")).run()
     assert CheckedWalk.calls
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["fifo", "sjf", "edf"]), st.sampled_from(sorted(PLACEMENTS)),
+       st.sampled_from([1, 2, math.inf]), st.sampled_from([60.0, 600.0, 3600.0]))
+def test_walks_resumed_under_the_starvation_guard_equal_the_reference(seed, name, placement, depth, max_wait):
+    """With the starvation guard on, the walk is resumed while the guard's front stays the same (the walk
+    checks that the jobs it saw begin the new list, in order): every decision's starts and reservations
+    are still the reference's, over the same list (aged jobs first)."""
+    CheckedWalk.calls = []
+    rng = np.random.default_rng(5)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queue_module, "ReservingWalk", CheckedWalk)
+        scheduler = QueueScheduler(ordering(name), PLACEMENTS[placement](), ALLOCATIONS["home"](rng), True,
+                                   reserve="conservative" if depth == math.inf else "easy",
+                                   reserve_depth=1 if depth == math.inf else int(depth), max_wait_s=max_wait)
+        _events(scheduler, workload(seed, 80), True)
+    assert CheckedWalk.calls
+
+
+def test_the_guarded_runs_resume_walks_with_aged_jobs_in_front():
+    """A loaded fifo run with the guard at 60 s: walks with aged jobs in front are resumed (else the
+    property above proves little), each checked against the reference's full walk."""
+    CheckedWalk.calls = []
+    resumed_with_aged = 0
+
+    class Counting(CheckedWalk):
+        def __call__(self, ordered, cluster_of, view, placement, resumable=False):
+            nonlocal resumed_with_aged
+            before = len(CheckedWalk.calls)
+            got = super().__call__(ordered, cluster_of, view, placement, resumable)
+            if CheckedWalk.calls[before][1] and ordered and view.queued_time(ordered[0]) > 60.0:
+                resumed_with_aged += 1
+            return got
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queue_module, "ReservingWalk", Counting)
+        scheduler = QueueScheduler(ordering("fifo"), PLACEMENTS["best_fit"](), ALLOCATIONS["home"](np.random.default_rng(5)),
+                                   True, reserve="easy", max_wait_s=60.0)
+        _events(scheduler, workload(23, 300), True)
+    assert resumed_with_aged > 0

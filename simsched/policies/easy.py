@@ -349,24 +349,25 @@ class _Plan:
 class _Resume:
     """What a walk that started nothing leaves for the next one (see :class:`ReservingWalk`)."""
 
-    __slots__ = ("now", "free", "ordered", "length", "last", "failed_now", "plan")
+    __slots__ = ("now", "free", "seen", "length", "last", "failed_now", "plan")
 
     def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan) -> None:
         self.now = view.now
         self.free = view.free
-        self.ordered = ordered
+        self.seen = list(ordered)  # (a copy: the scheduler's sorted queue changes in place)
         self.length = len(ordered)
         self.last = ordered[-1] if ordered else None
         self.failed_now = failed_now
         self.plan = plan
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
-        """Whether only arrivals came since, all sorting after the jobs that walk saw: the same list
-        (the scheduler's sorted queue, which arrivals are inserted into; a walk over another list, such
-        as a wrapper's sub-queue, may hold other jobs before the last one seen), grown, with the same
-        job at the old length's end (an arrival sorting before it would have moved it)."""
-        return (ordered is self.ordered and view.now >= self.now and view.free == self.free
-                and len(ordered) >= self.length and (self.length == 0 or ordered[self.length - 1] is self.last))
+        """Whether only arrivals came since, all sorting after the jobs that walk saw: ``ordered``
+        begins with the very jobs that walk saw, in its order (one comparison of identities, in C;
+        a list that merely grew to the same last job will not do: the starvation guard's front, or a
+        wrapper's sub-queue, may hold other jobs before it)."""
+        length = self.length
+        return (view.now >= self.now and view.free == self.free and len(ordered) >= length
+                and (length == 0 or ordered[length - 1] is self.last) and ordered[:length] == self.seen)
 
 
 class ReservingWalk:

@@ -680,12 +680,10 @@ class QueueScheduler:
         if self._plans:
             self.allocation.prepare(view, ordered)
         if self._reserving is not None:
-            # resumable: the order of the jobs queued so far and their clusters change only by arrivals
-            # (not while the guard moves jobs to the front)
+            # resumable: the jobs' clusters and keys stay (the walk checks that the order of the jobs it
+            # saw did, the guard's front included)
             starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
-                                        self.ordering.static and not self._plans and not aged)
-            if aged:
-                self._reserving._resume = None
+                                        self.ordering.static and not self._plans)
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
