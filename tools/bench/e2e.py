@@ -13,10 +13,12 @@ false``), then times, interleaved, ``--repeat`` rounds of four whole processes:
   same CSV (the reference).
 
 Each figure is the median over the rounds of the child's CPU time (user + system, from
-``os.wait4``) and its peak RSS (``ru_maxrss``). One untimed round comes first (warm: the
+``os.wait4``) and its peak RSS (``ru_maxrss``). Linux carries a process's peak RSS over
+fork and exec, so this script stays small while it starts them: the inputs are written and
+the outputs checked by child processes of its own. One untimed round comes first (warm: the
 files are in the OS cache; every timed run is a fresh interpreter, so nothing else is
-warm). That round also checks that simsched's jobs.csv (and jobs.parquet) give every job
-the reference's start and end times, and stops if not. The ratios are simsched's CPU and
+warm). The check: simsched's jobs.csv (and jobs.parquet) give every job the reference's
+start and end times; the script stops if not. The ratios are simsched's CPU and
 peak RSS over the reference's. The load average is printed with them: on a shared machine
 the ratios move less than the seconds.
 """
@@ -33,26 +35,25 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engine import workload  # noqa: E402  (the workload tools/bench/engine.py times in process)
-
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = Path(__file__).resolve().parent / "e2e_reference.py"
 NODES, GPUS = 32, 8
 
 
-def write_inputs(folder: Path, jobs: int, load: float, seed: int) -> Path:
+def write_inputs(folder: Path, jobs: int, load: float, seed: int) -> None:
+    """The job CSV (tools/bench/engine.py's workload) and the scenario (in a child: see the docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from engine import workload  # (imports numpy: only in the child that writes the inputs)
+
     with open(folder / "jobs.csv", "w") as f:
         f.write("job_id,submit,duration,gpus\n")
         for i, (submit, duration, gpus) in enumerate(workload(jobs, NODES, load, seed)):
             f.write(f"{i},{submit!r},{duration!r},{gpus}\n")
-    scenario = folder / "e2e.toml"
-    scenario.write_text(
+    (folder / "e2e.toml").write_text(
         f'name = "e2e"\nseed = {seed}\n[[cluster]]\nname = "c0"\n'
         f'nodes = [{{ count = {NODES}, gpus = {GPUS}, gpu_type = "V100" }}]\n'
         f'[workload]\nsource = "csv"\npath = "jobs.csv"\n'
         f'[scheduler]\npolicy = "fifo"\nplacement = "first_fit"\nbackfill = false\n')
-    return scenario
 
 
 def commands(folder: Path, scenario: Path) -> dict[str, list[str]]:
@@ -111,14 +112,24 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--repeat", type=int, default=5, help="timed rounds (medians); one untimed round first")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--child", nargs=2, metavar=("STEP", "DIR"), help=argparse.SUPPRESS)  # inputs / check
     args = p.parse_args()
+    if args.child:
+        step, folder = args.child
+        if step == "inputs":
+            write_inputs(Path(folder), args.jobs, args.load, args.seed)
+        else:
+            print(check(Path(folder), args.jobs))
+        return 0
+    own = [sys.executable, str(Path(__file__).resolve()), "--jobs", str(args.jobs), "--load", str(args.load),
+           "--seed", str(args.seed), "--child"]
     with tempfile.TemporaryDirectory(prefix="simsched-e2e-") as tmp:
         folder = Path(tmp)
-        scenario = write_inputs(folder, args.jobs, args.load, args.seed)
-        runs = commands(folder, scenario)
+        subprocess.run([*own, "inputs", tmp], check=True)
+        runs = commands(folder, folder / "e2e.toml")
         for command in runs.values():  # warm-up round (untimed); leaves the outputs the check reads
             timed(command)
-        checked = check(folder, args.jobs)
+        checked = subprocess.run([*own, "check", tmp], check=True, capture_output=True, text=True).stdout.strip()
         cpu: dict[str, list[float]] = {name: [] for name in runs}
         rss: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.repeat):
