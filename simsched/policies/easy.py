@@ -33,7 +33,7 @@ a slot per worker, which every placement that does not over-allocate needs.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from simsched.core.contract import JobView, SchedulerView
@@ -270,14 +270,15 @@ class _Plan:
         end = at + run
         if not end > at:  # an empty run reserves nothing
             return
-        for reservation in self.booked:  # it holds its nodes at the start of the reservations it spans
+        booked = self.booked
+        for k in range(bisect_left(self.booked_at, at), len(booked)):  # the reservations it spans (starting
+            reservation = booked[k]  # in [at, end)): it holds its nodes at their start
             if reservation.at >= end:
                 break
-            if reservation.at >= at:
-                least = reservation.least
-                for n in nodes:
-                    if n in least:
-                        least[n] -= share
+            least = reservation.least
+            for n in nodes:
+                if n in least:
+                    least[n] -= share
         least_here: dict[int, int] = {}
         for n in nodes:
             least_here[n] = least_here.get(n, value[n]) - share
