@@ -306,33 +306,39 @@ class _Plan:
         # slots per option: workers of its size that fit on its group's nodes at t (a placement needs one
         # each, and the window's least is no more than the value at t)
         slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
+        of_group: dict[tuple, list[tuple[int, int]]] = {}  # group -> (option index, per worker) on it
+        for k, (key, _, per_worker, _) in enumerate(options):
+            of_group.setdefault(key, []).append((k, per_worker))
         node_group = running.node_group
         ends, releases = running.ends, running.releases
         # this walk's changes after now, in time order (the order of changes at one time does not
         # matter: all of them are applied before the next test)
         changes, change_at = self.changes, self.change_at
         i, j = first, 0
+        n_ends, n_changes = len(ends), len(change_at)  # (neither changes during a scan)
+        inf = math.inf
+        booked = self.booked
         t = now
         pending = list(self.zero_runs)  # given back with the first breakpoint after now
         while True:
             for k, (_, nodes, per_worker, run) in enumerate(options):
                 if slots[k] >= workers:
-                    scratch = self._least(value, t, t + run) if self.booked else value[:]
+                    scratch = self._least(value, t, t + run) if booked else value[:]
                     chosen = placement(nodes, per_worker, workers, scratch)
                     if chosen is not None:
                         return t, chosen, per_worker, run, value
-            next_running = ends[i] if i < len(ends) else math.inf
-            next_change = change_at[j] if j < len(change_at) else math.inf
-            t = min(next_running, next_change)
-            if t == math.inf:
+            next_running = ends[i] if i < n_ends else inf
+            next_change = change_at[j] if j < n_changes else inf
+            t = next_running if next_running < next_change else next_change
+            if t == inf:
                 return None
             while True:  # every change at t
                 if pending:
                     change = pending.pop()
-                elif i < len(ends) and ends[i] == t:
+                elif i < n_ends and ends[i] == t:
                     change = releases[i]
                     i += 1
-                elif j < len(change_at) and change_at[j] == t:
+                elif j < n_changes and change_at[j] == t:
                     change = changes[j]
                     j += 1
                 else:
@@ -340,11 +346,11 @@ class _Plan:
                 _, changed, share = change
                 for n in changed:
                     old = value[n]
-                    value[n] = old + share
-                    group = node_group[n]
-                    for k, (key, _, per_worker, _) in enumerate(options):
-                        if key == group:
-                            slots[k] += (old + share) // per_worker - old // per_worker
+                    new = value[n] = old + share
+                    hits = of_group.get(node_group[n])
+                    if hits is not None:
+                        for k, per_worker in hits:
+                            slots[k] += new // per_worker - old // per_worker
 
 
 class _Resume:
