@@ -163,3 +163,39 @@ def test_a_nan_key_falls_back_to_the_sorted_walk():
     ours = QueueScheduler(odd, PLACEMENTS["best_fit"](), ALLOCATIONS["home"]())
     reference = ReferenceWalk(odd, PLACEMENTS["best_fit"](), ALLOCATIONS["home"](), True)
     assert events(ours, jobs, True) == events(reference, jobs, True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["fifo", "sjf", "edf", "srsf"]), st.sampled_from(sorted(PLACEMENTS)),
+       st.booleans())
+def test_strict_walks_skipped_while_the_line_stays_blocked_equal_the_sorted_walk(seed, name, placement,
+                                                                                  heterogeneous):
+    """Strict order on a loaded fleet (150 jobs): a walk is skipped while the free GPUs are those a walk
+    that started nothing left, every line blocked, and every job queued since sorts after the one that
+    blocked the last line (issue 35); the run's events are the plain sorted walk's."""
+    jobs = workload(seed, 150)
+    ours = QueueScheduler(ordering(name), PLACEMENTS[placement](), ALLOCATIONS["home"](), False)
+    reference = ReferenceWalk(ordering(name), PLACEMENTS[placement](), ALLOCATIONS["home"](), False)
+    assert events(ours, jobs, heterogeneous) == events(reference, jobs, heterogeneous)
+
+
+def test_strict_fifo_skips_walks_behind_a_blocked_head():
+    """One node of 8 GPUs, fifo, strict: j0 (8 GPUs) runs 0-100; j1 (8 GPUs) waits; j2 and j3 (1 GPU)
+    arrive at 10 and 20 and wait behind j1 (strict order). Those two decisions are skipped (same free
+    GPUs, both sort after j1); j1 starts at 100, then j2 and j3 at 200."""
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(1, 8, "V100"),)),), builtin_gpu_types())
+    jobs = [JobSpec("j0", 0.0, 100.0, 8.0, 1), JobSpec("j1", 1.0, 100.0, 8.0, 1),
+            JobSpec("j2", 10.0, 5.0, 1.0, 1), JobSpec("j3", 20.0, 5.0, 1.0, 1)]
+    scheduler = QueueScheduler(ordering("fifo"), PLACEMENTS["first_fit"](), ALLOCATIONS["home"](), False)
+    walked = []
+    merge = scheduler._merge
+
+    def counting(*args, **kwargs):
+        walked.append(args[1].now)
+        return merge(*args, **kwargs)
+
+    scheduler._merge = counting
+    engine = Engine(fleet, jobs, scheduler, EngineConfig())
+    engine.run()
+    assert engine.jobs.first_start.tolist() == [0.0, 100.0, 200.0, 200.0]
+    assert walked == [0.0, 1.0, 100.0, 200.0]  # not at 10 or 20: the line stayed blocked at j1

@@ -19,7 +19,6 @@ from simsched.core.atomic import check_out_dir
 from simsched.core.errors import InputError
 from simsched.core.inputs import check_outputs, scenario_inputs
 from simsched.core.outputs import require_format
-from simsched.present.plots.draw import draw
 from simsched.present.report import LiveProgress, metric_table, wide_console
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import run_watched
@@ -61,6 +60,10 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
     if args.out:
         result.write(args.out, format=args.format or "csv")
     if pictures and not result.partial:
+        # the figures' modules (networkx and every kind of figure, about 0.3 s) load only with --plots or
+        # --report: a run without pictures does not pay for them (issue 35)
+        from simsched.present.plots.draw import draw
+
         drawn = draw(args.out, fmt=args.plot_format, plots=args.plots, report=args.report)
         if not quiet:
             console.print("wrote " + ", ".join(str(p) for p in drawn))

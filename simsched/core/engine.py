@@ -24,6 +24,7 @@ until it has run.
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import time
 from array import array
@@ -61,6 +62,8 @@ __all__ = ["DONE", "INFEASIBLE", "PENDING", "QUEUED", "RUNNING", "UNFINISHED", "
 
 #: SimPy priority of the decision wake-up: after completions (URGENT=0) and arrivals (NORMAL=1).
 DECISION_PRIORITY = 2
+#: each engine's base for ``running_changes``: 2**48 changes apart (View)
+_ENGINE_SERIALS = itertools.count(1)
 
 class Completion(Event):
     """A timeout that fires before same-time arrivals (URGENT priority)."""
@@ -111,13 +114,19 @@ class View:
     """The read-only state passed to ``Scheduler.decide`` (implements ``SchedulerView``).
 
     ``queue`` and ``running`` are built on first use: many decisions never look at
-    all of them, and the queue may hold thousands of jobs.
+    all of them, and the queue may hold thousands of jobs. ``running_changes`` (not part of
+    the ``SchedulerView`` protocol; None when not known) counts the starts, finishes and
+    preemptions of its engine, from a base of its own: a policy that mirrors the running jobs
+    between decisions (simsched.policies.easy.RunningEnds) checks its mirror with it.
     """
 
-    __slots__ = ("now", "fleet", "free", "_queue", "_queue_tuple", "_running", "_running_tuple", "tenants")
+    __slots__ = ("now", "fleet", "free", "_queue", "_queue_tuple", "_running", "_running_tuple", "tenants",
+                 "running_changes")
 
     def __init__(self, now: float, fleet: FleetState, queue: dict[str, JobRecord],
-                 running: dict[str, JobRecord], free: Sequence[int], tenants: Tenancy | None = None) -> None:
+                 running: dict[str, JobRecord], free: Sequence[int], tenants: Tenancy | None = None,
+                 running_changes: int | None = None) -> None:
+        self.running_changes = running_changes
         self.now = now
         self.fleet = fleet
         self.free = free
@@ -350,6 +359,8 @@ class Engine:
         self.queue: dict[str, JobRecord] = {}  # insertion order = queue order
         self._queue_seq = -1
         self.running: dict[str, JobRecord] = {}
+        # starts + finishes + preemptions, from a base no other engine of this process uses (View)
+        self.running_changes = next(_ENGINE_SERIALS) << 48
         self.events = EventLog(self.jobs.job_ids)
         self.outstanding = len(self.jobs)
         self.arrivals_left = len(self.jobs)
@@ -441,6 +452,7 @@ class Engine:
         job.end = now
         job.process = job.wakeup = None  # a finished job's SimPy objects are garbage (memory on long runs)
         del self.running[job.job_id]
+        self.running_changes += 1
         self.outstanding -= 1
         self.finished += 1
         self.events.add(now, FINISH, job.index)
@@ -471,14 +483,15 @@ class Engine:
         tenancy = self.tenancy
         if tenancy is not None:
             tenancy.update(self.env.now)
-        view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free), tenancy)
+        view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free), tenancy,
+                    self.running_changes)
         decision = self.scheduler.decide(view)
         self.decisions += 1
         if decision.preempts or decision.starts:
             self.apply(decision)
             if self._quiet is not None:  # quiet_until is asked about the state the decision left
                 self._quiet_view = View(self.env.now, self.fleet_state, self.queue, self.running, tuple(self.free),
-                                        tenancy)
+                                        tenancy, self.running_changes)
         else:
             self._quiet_view = view
 
@@ -627,6 +640,7 @@ class Engine:
         if self.tenancy is not None:
             self.tenancy.hold(job.tenant, option.cluster, option.gpu_type, share * job.workers)
         self.running[job.job_id] = job
+        self.running_changes += 1
         self.events.add(now, START, job.index, nodes)
         run_time = penalty + job.remaining_work / option.speed
         if job.process is None:
@@ -640,6 +654,7 @@ class Engine:
         self._account_run(job, now)
         self._release(job)
         del self.running[job.job_id]
+        self.running_changes += 1
         job.status = QUEUED
         job.preemptions += 1
         job.queued_since = now

@@ -33,7 +33,7 @@ a slot per worker, which every placement that does not over-allocate needs.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from simsched.core.contract import JobView, SchedulerView
@@ -53,17 +53,35 @@ class RunningEnds:
 
     :meth:`sync` brings it up to the view: the jobs with an end at or before now have
     finished (completions fire before decisions), and the jobs :meth:`started` noted at the
-    last decision run now. If the count then differs from the view's running jobs (a decision
-    not applied, a scheduler reused on another run), it is rebuilt from the view.
+    last decision run now. Then it checks that the kept jobs are the view's running jobs;
+    when not, it is rebuilt from the view. A count of jobs would not do: a decision not
+    applied, a scheduler reused on another run, or a wrapper that starts and preempts jobs
+    behind the walk's back (the quota wrapper's reclaim step starts one job and preempts
+    another: the same count, a wrong release; issue 39) all keep it. The check:
+
+    - with the engine's count of starts, finishes and preemptions (``view.running_changes``):
+      it grew by exactly the kept jobs that ended plus the noted starts, each of which runs
+      since the noted time. Any other change adds to the count (a preemption of a kept job
+      that then ended counts as its finish: it is gone either way). O(starts);
+    - otherwise (a view without the count, such as a wrapper's sub-view), by identity: one
+      set of the running jobs' ids, built in C.
+
+    A job noted as started that is still kept (it was preempted and restarted out of the walk's
+    sight) forces a rebuild: its kept release is that of its earlier run.
     """
 
-    __slots__ = ("ends", "releases", "_started", "_now", "_fleet", "node_group")
+    __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "_started", "_now", "_changes", "_fleet",
+                 "node_group")
 
     def __init__(self) -> None:
         self.ends: list[float] = []
         self.releases: list[Release] = []
+        self.owners: list[int] = []  # id() of each release's job, in the same order
+        self.members: set[int] = set()  # the ids in owners
+        self.rebuilt = True  # whether the last sync rebuilt it (the running jobs changed out of its sight)
         self._started: list[JobView] = []
         self._now = -math.inf
+        self._changes: int | None = None  # the view's running_changes at the last sync
         self._fleet: object = None
         self.node_group: list[tuple[int, str]] = []  # (cluster, gpu type) of each node
 
@@ -76,6 +94,13 @@ class RunningEnds:
         i = bisect_right(self.ends, end)
         self.ends.insert(i, end)
         self.releases.insert(i, (end, tuple(job.running_nodes), job.run_share))
+        self.owners.insert(i, id(job))
+        self.members.add(id(job))
+
+    def _rebuild(self, running: Sequence[JobView]) -> None:
+        self.ends, self.releases, self.owners, self.members = [], [], [], set()
+        for job in running:
+            self._insert(job)
 
     def sync(self, view: SchedulerView) -> int:
         """Up to date with ``view``; returns the index of the first release after now."""
@@ -84,19 +109,35 @@ class RunningEnds:
             self._fleet = view.fleet
             self.node_group = list(zip(view.fleet.node_cluster, view.fleet.node_type))
         started, self._started = self._started, []
-        running = view.running
-        if now >= self._now:
+        changes = getattr(view, "running_changes", None)
+        known, self._changes = self._changes, changes
+        then, self._now = self._now, now
+        stale = now < then
+        if not stale:
+            members = self.members
             for job in started:
+                if id(job) in members:  # restarted while its earlier run is still kept
+                    stale = True
+                    break
                 self._insert(job)
             done = bisect_right(self.ends, now)
-            if done:
+            if done and not stale:
+                members.difference_update(self.owners[:done])
                 del self.ends[:done]
                 del self.releases[:done]
-        if now < self._now or len(self.ends) != len(running):
-            self.ends, self.releases = [], []
-            for job in running:
-                self._insert(job)
-        self._now = now
+                del self.owners[:done]
+            if not stale:
+                if changes is not None and known is not None and changes == known + len(started) + done:
+                    for job in started:
+                        if job.run_start != then:  # not started then (the decision was not applied as walked)
+                            stale = True
+                            break
+                else:
+                    running = view.running
+                    stale = len(self.ends) != len(running) or self.members != set(map(id, running))
+        self.rebuilt = stale
+        if stale:
+            self._rebuild(view.running)
         return bisect_right(self.ends, now)
 
 
@@ -140,16 +181,25 @@ class _Plan:
     [s, e) is its value at s, or at the start of one of its reservations inside the window.
     """
 
-    __slots__ = ("now", "free", "zero_runs", "walk_ends", "booked", "booked_at", "made")
+    __slots__ = ("now", "free", "zero_runs", "booked", "booked_at", "made", "change_at", "changes")
 
     def __init__(self, now: float, free: list[int]) -> None:
         self.now = now
         self.free = free  # at this instant: the profile's value now less the zero runs
         self.zero_runs: list[Release] = []  # starts that end now: the profile after now never holds them
-        self.walk_ends: list[Release] = []  # starts that end after now
         self.booked: list[_Reservation] = []  # by start time
         self.booked_at: list[float] = []
         self.made: list[tuple[str, float, tuple[int, ...]]] = []  # every reservation (job_id, time, nodes)
+        # this walk's changes to the profile after now, in time order (kept sorted as they come, not
+        # sorted at every scan: with conservative, a scan per queued job): its starts' ends (+share)
+        # and its reservations' starts (-share) and finite ends (+share)
+        self.change_at: list[float] = []
+        self.changes: list[Release] = []
+
+    def _change(self, at: float, nodes: tuple[int, ...], share: int) -> None:
+        i = bisect_right(self.change_at, at)
+        self.change_at.insert(i, at)
+        self.changes.insert(i, (at, nodes, share))
 
     def _least(self, values: list[int], after: float, before: float) -> list[int]:
         """``values`` (a copy) lowered to each reserved node's value at the start of its
@@ -166,19 +216,30 @@ class _Plan:
         return scratch
 
     def fit_now(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | None:
+                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | bool:
         """(nodes, share per worker, run time) of ``job`` started now, fastest GPU type first, when
-        it fits over its whole run; None when it does not."""
+        it fits over its whole run. When it does not: False if no option fits even the GPUs free
+        now (no reservation in its window lowered them), so that no job of its shape fits now
+        whatever its run time, until this walk's end (the GPUs free now only shrink; every
+        built-in placement that fails on some free GPUs fails on fewer); True otherwise."""
         now = self.now
+        booked, booked_at = self.booked, self.booked_at
+        lowered = False
         for option in job.options:
             if cluster is not None and option.cluster != cluster:
                 continue
             run = view.remaining_time(job, option.speed)
-            scratch = self._least(self.free, now, now + run) if self.booked else self.free[:]
+            if booked:
+                scratch = self._least(self.free, now, now + run)
+                i = bisect_right(booked_at, now)
+                if i < len(booked) and booked[i].at < now + run:
+                    lowered = True
+            else:
+                scratch = self.free[:]
             chosen = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, scratch)
             if chosen is not None:
                 return chosen, option.per_worker, run
-        return None
+        return lowered
 
     def start(self, nodes: tuple[int, ...], share: int, run: float) -> None:
         """Take a start now out of the profile."""
@@ -189,7 +250,7 @@ class _Plan:
         if not end > self.now:
             self.zero_runs.append((end, nodes, share))
             return
-        self.walk_ends.append((end, nodes, share))
+        self._change(end, nodes, share)
         for reservation in self.booked:  # it holds its nodes at each reservation's start before its end
             if reservation.at >= end:
                 break
@@ -209,20 +270,24 @@ class _Plan:
         end = at + run
         if not end > at:  # an empty run reserves nothing
             return
-        for reservation in self.booked:  # it holds its nodes at the start of the reservations it spans
+        booked = self.booked
+        for k in range(bisect_left(self.booked_at, at), len(booked)):  # the reservations it spans (starting
+            reservation = booked[k]  # in [at, end)): it holds its nodes at their start
             if reservation.at >= end:
                 break
-            if reservation.at >= at:
-                least = reservation.least
-                for n in nodes:
-                    if n in least:
-                        least[n] -= share
+            least = reservation.least
+            for n in nodes:
+                if n in least:
+                    least[n] -= share
         least_here: dict[int, int] = {}
         for n in nodes:
             least_here[n] = least_here.get(n, value[n]) - share
         i = bisect_right(self.booked_at, at)
         self.booked_at.insert(i, at)
         self.booked.insert(i, _Reservation(at, end, nodes, share, least_here))
+        self._change(at, nodes, -share)
+        if math.isfinite(end):
+            self._change(end, nodes, share)
 
     def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
               view: SchedulerView, running: RunningEnds,
@@ -241,37 +306,39 @@ class _Plan:
         # slots per option: workers of its size that fit on its group's nodes at t (a placement needs one
         # each, and the window's least is no more than the value at t)
         slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
+        of_group: dict[tuple, list[tuple[int, int]]] = {}  # group -> (option index, per worker) on it
+        for k, (key, _, per_worker, _) in enumerate(options):
+            of_group.setdefault(key, []).append((k, per_worker))
         node_group = running.node_group
         ends, releases = running.ends, running.releases
-        # this walk's changes after now, in time order: its starts' ends and its reservations
-        changes = list(self.walk_ends)
-        for reservation in self.booked:
-            changes.append((reservation.at, reservation.nodes, -reservation.share))
-            if math.isfinite(reservation.end):
-                changes.append((reservation.end, reservation.nodes, reservation.share))
-        changes.sort(key=lambda change: change[0])
+        # this walk's changes after now, in time order (the order of changes at one time does not
+        # matter: all of them are applied before the next test)
+        changes, change_at = self.changes, self.change_at
         i, j = first, 0
+        n_ends, n_changes = len(ends), len(change_at)  # (neither changes during a scan)
+        inf = math.inf
+        booked = self.booked
         t = now
         pending = list(self.zero_runs)  # given back with the first breakpoint after now
         while True:
             for k, (_, nodes, per_worker, run) in enumerate(options):
                 if slots[k] >= workers:
-                    scratch = self._least(value, t, t + run) if self.booked else value[:]
+                    scratch = self._least(value, t, t + run) if booked else value[:]
                     chosen = placement(nodes, per_worker, workers, scratch)
                     if chosen is not None:
                         return t, chosen, per_worker, run, value
-            next_running = ends[i] if i < len(ends) else math.inf
-            next_change = changes[j][0] if j < len(changes) else math.inf
-            t = min(next_running, next_change)
-            if t == math.inf:
+            next_running = ends[i] if i < n_ends else inf
+            next_change = change_at[j] if j < n_changes else inf
+            t = next_running if next_running < next_change else next_change
+            if t == inf:
                 return None
             while True:  # every change at t
                 if pending:
                     change = pending.pop()
-                elif i < len(ends) and ends[i] == t:
+                elif i < n_ends and ends[i] == t:
                     change = releases[i]
                     i += 1
-                elif j < len(changes) and changes[j][0] == t:
+                elif j < n_changes and change_at[j] == t:
                     change = changes[j]
                     j += 1
                 else:
@@ -279,30 +346,35 @@ class _Plan:
                 _, changed, share = change
                 for n in changed:
                     old = value[n]
-                    value[n] = old + share
-                    group = node_group[n]
-                    for k, (key, _, per_worker, _) in enumerate(options):
-                        if key == group:
-                            slots[k] += (old + share) // per_worker - old // per_worker
+                    new = value[n] = old + share
+                    hits = of_group.get(node_group[n])
+                    if hits is not None:
+                        for k, per_worker in hits:
+                            slots[k] += new // per_worker - old // per_worker
 
 
 class _Resume:
     """What a walk that started nothing leaves for the next one (see :class:`ReservingWalk`)."""
 
-    __slots__ = ("now", "free", "length", "last", "failed_now", "plan")
+    __slots__ = ("now", "free", "seen", "length", "last", "failed_now", "plan")
 
     def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan) -> None:
         self.now = view.now
         self.free = view.free
+        self.seen = list(ordered)  # (a copy: the scheduler's sorted queue changes in place)
         self.length = len(ordered)
         self.last = ordered[-1] if ordered else None
         self.failed_now = failed_now
         self.plan = plan
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
-        """Whether only arrivals came since, all sorting after the jobs that walk saw."""
-        return (view.now >= self.now and view.free == self.free and len(ordered) >= self.length
-                and (self.length == 0 or ordered[self.length - 1] is self.last))
+        """Whether only arrivals came since, all sorting after the jobs that walk saw: ``ordered``
+        begins with the very jobs that walk saw, in its order (one comparison of identities, in C;
+        a list that merely grew to the same last job will not do: the starvation guard's front, or a
+        wrapper's sub-queue, may hold other jobs before it)."""
+        length = self.length
+        return (view.now >= self.now and view.free == self.free and len(ordered) >= length
+                and (length == 0 or ordered[length - 1] is self.last) and ordered[:length] == self.seen)
 
 
 class ReservingWalk:
@@ -316,12 +388,21 @@ class ReservingWalk:
     start reaches the same reservations or more, with no more capacity; every built-in
     placement fits only where it would fit on more), the reservations are the same, and only the
     new jobs are walked.
+
+    With ``resumable`` it also keeps each queued job's cluster, shape and remaining work between
+    decisions (``cluster_for`` of a static allocation sticks, and a queued job's remaining time
+    changes only when it runs): a job seen before costs one look-up, not three calls. A job's
+    facts are dropped when the walk starts it, and all of them when the running jobs changed out
+    of the walk's sight (a preempted job comes back with less work; its queue number, checked too,
+    also moves).
     """
 
     def __init__(self, depth: float = 1) -> None:
         self.depth = depth
         self.running_ends = RunningEnds()
         self._resume: _Resume | None = None
+        # id(job) -> (job, queue_seq, cluster, shape, remaining time): see the class docstring
+        self._facts: dict[int, tuple] = {}
 
     def __call__(self, ordered: Sequence[JobView], cluster_of: Callable[[JobView, SchedulerView], int | None],
                  view: SchedulerView, placement: Placement,
@@ -342,26 +423,42 @@ class ReservingWalk:
         starts: list[tuple[str, tuple[int, ...]]] = []
         started: list[JobView] = []
         resume, self._resume = self._resume, None
-        if resumable and resume is not None and resume.holds_for(view, ordered):
+        # (a rebuild: jobs started or stopped out of the walk's sight, which the free GPUs may not show)
+        if resumable and resume is not None and not running.rebuilt and resume.holds_for(view, ordered):
             begin, failed_now, plan = resume.length, resume.failed_now, resume.plan
             plan.now = view.now
         else:
-            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too)
+            # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too;
+            # -inf: it did not fit the GPUs free now, with no reservation in its window: none fits)
             failed_now: dict[tuple, float] = {}
             begin, plan = 0, _Plan(view.now, list(view.free))
         made = plan.made
         fit_now = plan.fit_now
+        if not resumable or running.rebuilt:
+            self._facts = {}
+        facts = self._facts if resumable else None
         for index in range(begin, len(ordered)):
             job = ordered[index]
-            cluster = cluster_of(job, view)
-            shape = (cluster, id(job.options), job.workers)
-            work = remaining_time(job)
+            known = None if facts is None else facts.get(id(job))
+            if known is not None and known[0] is job and known[1] == job.queue_seq:
+                cluster, shape, work = known[2], known[3], known[4]
+            else:
+                cluster = cluster_of(job, view)
+                shape = (cluster, id(job.options), job.workers)
+                work = remaining_time(job)
+                if facts is not None:
+                    facts[id(job)] = (job, job.queue_seq, cluster, shape, work)
             if work >= failed_now.get(shape, math.inf):
                 found = None
                 if len(made) >= depth:
                     continue
             else:
                 found = fit_now(job, cluster, groups, placement, view)
+                if found is False:  # no job of its shape fits now: the same as the reference's memo
+                    failed_now[shape] = -math.inf  # of a shorter one would give, without trying
+                    found = None
+                elif found is True:
+                    found = None
             if found is None:
                 failed_now[shape] = min(failed_now.get(shape, math.inf), work)
                 if len(made) < depth:
@@ -371,6 +468,8 @@ class ReservingWalk:
             plan.start(nodes, share, run)
             starts.append((job.job_id, nodes))
             started.append(job)
+            if facts is not None:
+                del facts[id(job)]
         running.started(started)
         if resumable and not starts:
             self._resume = _Resume(view, ordered, failed_now, plan)

@@ -285,6 +285,12 @@ class QueueScheduler:
         self._memory = WalkMemory()
         # the free GPUs the last walk with quotas left, while borrow_pass may continue it
         self._after_walk: list[int] | None = None
+        # strict order (backfill off, static keys, no quotas, no guard): (free GPUs, key) after a walk that
+        # started nothing and stopped with every cluster's line blocked at the job of that key. While
+        # the free GPUs are the same and every job queued since sorts after that key, a walk would fail
+        # the same jobs in the same order and start nothing: it is skipped (_decide_buckets)
+        self._blocked: tuple[tuple[int, ...], tuple] | None = None
+        self._blocked_at: tuple | None = None  # set by _merge: the key of the job that blocked the last line
         self._last_seq = -1
         # Bucketed queue (static allocation): signature -> bucket, and each job's signature.
         self._bucketed = not self._plans and (ordering.static or self._vector is not None) and reserve == "none"
@@ -309,6 +315,9 @@ class QueueScheduler:
 
     # -- the bucketed queue ------------------------------------------------------
     def _bucket_add(self, job: JobView, view: SchedulerView) -> None:
+        blocked = self._blocked
+        if blocked is not None and self._sort_key(job, view) <= blocked[1]:
+            self._blocked = None  # it sorts before the job that blocked the line: walk again
         signature = self._signature_of[job.job_id] = self._signature(job, view)
         bucket = self._buckets.get(signature)
         if bucket is None:
@@ -325,6 +334,7 @@ class QueueScheduler:
     def forget(self, job_ids) -> None:
         """Queued jobs that someone else started (the quota wrapper's reclaim step) leave the buckets,
         so that the next walk finds them in step with the queue (else it rebuilds them all)."""
+        self._blocked = None
         if not self._bucketed:
             return
         for job_id in job_ids:
@@ -343,6 +353,7 @@ class QueueScheduler:
             self._last_seq = newcomers[0].queue_seq
         if len(self._signature_of) + len(newcomers) != view.queue_length:
             # the queue changed behind our back: rebuild
+            self._blocked = None
             self._buckets, self._signature_of = {}, {}
             newcomers = self.ordering.sort(view.queue, view)
         elif self._vector is not None and len(newcomers) > 1:
@@ -358,6 +369,14 @@ class QueueScheduler:
 
     def _decide_buckets(self, view: SchedulerView, admission, aged: list[JobView] = ()) -> Decision:
         self._sync(view)
+        blocked_line = self._blocked
+        self._blocked = None
+        strict = not self.backfill and admission is None and not aged and self.ordering.static
+        if strict and blocked_line is not None and tuple(view.free) == blocked_line[0]:
+            self._blocked = blocked_line  # the same jobs fail in the same order (see __init__)
+            self._after_walk = None
+            return EMPTY_DECISION
+        self._blocked_at = None
         free = list(view.free)
         groups = view.fleet.groups
         buckets = self._buckets
@@ -401,6 +420,8 @@ class QueueScheduler:
             self.forget([job_id for job_id in skip if job_id in self._signature_of])
         if starts:
             memory.most = None  # (the starts took free GPUs)
+        elif strict and self._blocked_at is not None:
+            self._blocked = (tuple(free), self._blocked_at)
         memory.end(free, admission)
         # quota = "borrow" may go on over the same buckets (borrow_pass): only after a backfilling walk
         self._after_walk = free if admission is not None and backfill else None
@@ -446,7 +467,7 @@ class QueueScheduler:
         starts: list[Start] = []
         touched: dict[int, SortedBucket | ColumnBucket] = {}
         while heap:
-            _, order, bucket, job = heapq.heappop(heap)
+            key, order, bucket, job = heapq.heappop(heap)
             if skip and job.job_id in skip:  # started by the guard's pre-pass: taken out of its bucket
                 touched[order] = bucket
                 bucket.take()
@@ -467,6 +488,7 @@ class QueueScheduler:
                     # a fleet-wide job (cluster None) heads every cluster's line
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
                     if len(blocked) == cluster_count:
+                        self._blocked_at = key
                         break
                 continue
             starts.append(Start(job.job_id, nodes))
@@ -680,12 +702,10 @@ class QueueScheduler:
         if self._plans:
             self.allocation.prepare(view, ordered)
         if self._reserving is not None:
-            # resumable: the order of the jobs queued so far and their clusters change only by arrivals
-            # (not while the guard moves jobs to the front)
+            # resumable: the jobs' clusters and keys stay (the walk checks that the order of the jobs it
+            # saw did, the guard's front included)
             starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
-                                        self.ordering.static and not self._plans and not aged)
-            if aged:
-                self._reserving._resume = None
+                                        self.ordering.static and not self._plans)
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
