@@ -68,6 +68,10 @@ def test_fill_restores_the_counts_and_refuses_a_row_that_does_not_reproduce(tmp_
     # one sitting of 2 rows, then the rest: filled rows are skipped
     assert tool.main([str(tmp_path / "spec.toml"), "--out", str(out), "--limit", "2"]) == 0
     assert "2 rows filled in this sitting; 4 rows still lack" in capsys.readouterr().out
+    # half filled: --verify re-checks every row, and skips only the counts a row does not hold yet
+    assert main(["experiment", str(tmp_path / "spec.toml"), "--out", str(out), "--tables-only", "--quiet"]) == 0
+    assert main(["experiment", str(tmp_path / "spec.toml"), "--out", str(out), "--verify", "6"]) == 0
+    assert "6 of 6 rows reproduce exactly" in capsys.readouterr().out
     assert tool.main([str(tmp_path / "spec.toml"), "--out", str(out)]) == 0
     filled = {row["run_id"]: row for row in _read(out / "results.csv")}
     assert filled.keys() == original.keys()

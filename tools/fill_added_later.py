@@ -1,11 +1,12 @@
-"""Fill the columns a committed store predates (plans, ea_runs, moves, moves_per_job ...) by running
+"""Fill the counts columns a committed store predates (plans, ea_runs, moves, moves_per_job) by running
 its rows again, exactly as ``--verify`` does.
 
     python tools/fill_added_later.py experiments/paper/fig4.toml --preset medium \
         --out experiments/paper/results/fig4-medium-arrival [--only scheduler=evo-gp] [--limit 10]
 
-For each row of results.csv that lacks a value of an added-later column
-(:data:`simsched.runs.experiment.store.ADDED_LATER_METRICS`), the run is repeated with the code
+For each row of results.csv that lacks a value of a counts column
+(:data:`simsched.runs.experiment.store.COUNTS_ADDED_LATER`; other metrics added later, such as
+p99_wait, are left out: filled on part of the rows, the report would average them over those), the run is repeated with the code
 path the experiment uses; every metric the row already holds must come out **identical** (as
 text, as ``--verify`` compares), or the tool stops with exit 3 and that row is left as it was.
 Then the new values are written into the row, the missing columns appended to the header (a later
@@ -47,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     with FolderLock(args.out):
         rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
         header, body = rows[0], rows[1:]
-        added = [m for m in ADDED_LATER_METRICS if m not in header]
+        # only the counts are added: a metric such as p99_wait filled on some rows would be averaged
+        # over those rows alone in the report's side table while the store is being filled
+        added = [m for m in COUNTS_ADDED_LATER if m not in header]
         header = header + added
         body = [row + [""] * len(added) for row in body]
-        later = [header.index(m) for m in ADDED_LATER_METRICS]
-        # a row is filled once its counts are: the other added-later metrics may be empty by right
-        # (fairness metrics of a run without tenants)
+        later = [header.index(m) for m in ADDED_LATER_METRICS if m in header]
         counts = [header.index(m) for m in COUNTS_ADDED_LATER]
         identity = set(IDENTITY_COLUMNS) | set(spec.sweep_keys)
         filled = 0
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                            if c not in identity and c not in ADDED_LATER_METRICS and record[c] != _now_text(metrics.get(c))]
             # an added-later column the row already holds must reproduce too
             differences += [(c, record[c], _now_text(metrics.get(c))) for c in ADDED_LATER_METRICS
-                            if record[c] != "" and record[c] != _now_text(metrics.get(c))]
+                            if c in record and record[c] != "" and record[c] != _now_text(metrics.get(c))]
             if differences:
                 shown = "; ".join(f"{c}: stored {a}, now {b}" for c, a, b in differences[:4])
                 print(f"MISMATCH  {row[0]} {record['instance']} {record['scheduler']}: {shown}; nothing written "
