@@ -9,17 +9,21 @@ type: CPython remembers a bare KeyboardInterrupt that ends a string ``exec``
 (dataclasses and namedtuple build their methods that way while modules import)
 even when it is caught, and ``python -m`` then kills itself with SIGINT at exit
 (exit -2 instead of 143; seen in CI). :class:`~simsched.core.interrupts.Interrupted`
-is such a subclass.
+is such a subclass. The signal is also recorded (:func:`~simsched.core.interrupts.early`):
+an exception raised inside a weakref callback of the import system is printed as "Exception
+ignored" and dropped (seen in CI), so :func:`~simsched.core.interrupts.install` raises it again
+once the CLI is loaded, and a watchdog ends the process 30 s after the signal in any case.
 """
 
 import signal
 import sys
 
-from simsched.core.interrupts import Interrupted, exit_code
+from simsched.core import interrupts
+from simsched.core.interrupts import exit_code
 
 
 def _early(signum, frame):  # replaced by simsched.core.interrupts.install once the CLI is loaded
-    raise Interrupted(signum)
+    interrupts.early(signum)  # records the signal too: its exception may land where Python swallows it
 
 
 def entry() -> None:

@@ -36,7 +36,7 @@ class Interrupted(KeyboardInterrupt):
         return signal.Signals(self.signum).name
 
 
-_state = {"received": None, "deferring": 0, "watchdog": False, "held": None}
+_state = {"received": None, "deferring": 0, "watchdog": False, "held": None, "early": None}
 
 
 #: Seconds a signalled process may take to wind down (write partial results, end workers)
@@ -46,21 +46,43 @@ GRACE_S = 30.0
 
 
 def _force_exit(signum: int) -> None:
-    line = (f"{signal.Signals(signum).name.lower()}: did not stop within {GRACE_S:g} s of the signal; "
+    line = (f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}: did not stop within {GRACE_S:g} s "
+            f"of {signal.Signals(signum).name}; "
             "ended now (unfinished outputs stay marked PARTIAL)\n")
     os.write(2, line.encode())
     os._exit(EXIT_CODES.get(signum, 130))
 
 
-def _handler(signum: int, frame) -> None:  # noqa: ARG001 - the signal module's signature
-    if _state["received"] is None and _state["watchdog"]:  # the first signal arms the watchdog
+def _arm(signum: int) -> None:
+    """Start the watchdog at the first signal (only for the program: ``_state["watchdog"]``)."""
+    if _state["received"] is None and _state["watchdog"]:
         watchdog = threading.Timer(GRACE_S, _force_exit, args=(signum,))
         watchdog.daemon = True
         watchdog.start()
+
+
+def _handler(signum: int, frame) -> None:  # noqa: ARG001 - the signal module's signature
+    _arm(signum)
     _state["received"] = signum
     if _state["deferring"]:
         _state["held"] = signum  # see held()
         return
+    raise Interrupted(signum)
+
+
+def early(signum: int) -> None:
+    """The program's handler while the CLI is still importing (simsched.cli.console): record the
+    signal, arm the watchdog, raise :class:`Interrupted`.
+
+    The exception can land where Python swallows it (a weakref callback of the import system
+    prints "Exception ignored" and goes on; seen in CI), so the signal is also recorded:
+    :func:`install` raises it again once the CLI is loaded, and the watchdog ends the process in
+    any case.
+    """
+    _state["watchdog"] = True
+    _arm(signum)
+    _state["received"] = signum
+    _state["early"] = signum
     raise Interrupted(signum)
 
 
@@ -72,9 +94,12 @@ def install(watchdog: bool = False) -> None:
     """
     if threading.current_thread() is not threading.main_thread():
         return
-    _state.update(received=None, deferring=0, watchdog=watchdog, held=None)
+    early_signal = _state["early"]  # a start-up signal whose exception Python swallowed
+    _state.update(received=early_signal, deferring=0, watchdog=watchdog, held=None, early=None)
     for signum in EXIT_CODES:
         signal.signal(signum, _handler)
+    if early_signal is not None:
+        raise Interrupted(early_signal)
 
 
 def install_in_child() -> None:
