@@ -27,7 +27,13 @@ from simsched.runs.experiment.grid import plan
 from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.experiment.runner import execute
 from simsched.runs.experiment.spec import load_spec
-from simsched.runs.experiment.store import ADDED_LATER_METRICS, COUNTS_ADDED_LATER, IDENTITY_COLUMNS, _line, _rewrite
+from simsched.runs.experiment.store import (
+    ADDED_LATER_METRICS,
+    COUNTS_ADDED_LATER,
+    IDENTITY_COLUMNS,
+    _line,
+    _rewrite,
+)
 from simsched.runs.experiment.verify import _now_text, parse_only
 
 MISMATCH_EXIT = 3

@@ -163,9 +163,9 @@ def to_markdown(stats: ExperimentStats, spec: ExperimentSpec, title: str) -> str
             lines += _markdown_table(header, rows) + [""]
     if stats.streams is not None:
         lines += ["## Spread over EA streams", "",
-                  f"Each stream of a scheduler run over several EA streams, ranked alone against the other "
-                  f"schedulers' stream averages (`streams.csv` per case); relative spread = standard deviation "
-                  f"over the streams / |mean| (cases with mean 0 left out).", ""]
+                  "Each stream of a scheduler run over several EA streams, ranked alone against the other "
+                  "schedulers' stream averages (`streams.csv` per case); relative spread = standard deviation "
+                  "over the streams / |mean| (cases with mean 0 left out).", ""]
         lines += _markdown_table(*stream_rows(stats, spec)) + [""]
     if stats.by_priority is not None:
         lines += ["## Queue time by priority class (completed jobs, seconds)", ""]
