@@ -57,19 +57,25 @@ class VcHourly:
         return self.values[name][self.vcs.index(vc)]
 
 
-def read_vc_hourly(path: Path) -> VcHourly:
-    """The table at ``path``, checked: header, numbers >= 0, every VC over the same consecutive hours."""
+def _read_table(path: Path, what: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The CSV at ``path`` as text cells, with exactly ``columns`` as its header; one line otherwise."""
     if not path.is_file():
-        raise InputError(f"{path}: hourly VC table {missing_or_irregular(path)}")
-    note_read(path, "hourly VC table")
+        raise InputError(f"{path}: {what} {missing_or_irregular(path)}")
+    note_read(path, what)
     try:
         table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path}: cannot read the hourly VC table ({str(exc).strip() or type(exc).__name__})") from None
-    if tuple(table.columns) != COLUMNS:
-        raise InputError(f"{path}:1: the header must be {','.join(COLUMNS)}")
+        raise InputError(f"{path}: cannot read the {what} ({str(exc).strip() or type(exc).__name__})") from None
+    if tuple(table.columns) != columns:
+        raise InputError(f"{path}:1: the header must be {','.join(columns)}")
+    return table
+
+
+def read_vc_hourly(path: Path) -> VcHourly:
+    """The table at ``path``, checked: header, numbers >= 0, every VC over the same consecutive hours."""
+    table = _read_table(path, "hourly VC table", COLUMNS)
     if not len(table):
         raise InputError(f"{path}: the hourly VC table has no rows")
     numbers: dict[str, np.ndarray] = {}
@@ -128,17 +134,7 @@ SIZE_COLUMNS = ("vc", "size_class", "gpus", "starts")
 def read_vc_sizes(path: Path) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
     """(VC, size class) -> (job sizes in GPUs, how many starts were seen of each), from a table
     ``vc,size_class,gpus,starts`` (``tools/derive_earth_vcs.py``); each size within its class."""
-    if not path.is_file():
-        raise InputError(f"{path}: VC size table {missing_or_irregular(path)}")
-    note_read(path, "VC size table")
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file") from None
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path}: cannot read the VC size table ({str(exc).strip() or type(exc).__name__})") from None
-    if tuple(table.columns) != SIZE_COLUMNS:
-        raise InputError(f"{path}:1: the header must be {','.join(SIZE_COLUMNS)}")
+    table = _read_table(path, "VC size table", SIZE_COLUMNS)
     out: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
     for k, row in enumerate(table.itertuples(index=False), start=2):
         where = f"{path}:{k}"
