@@ -119,6 +119,29 @@ def test_maxmin_allocation_served_counts_memory_scaling():
     np.testing.assert_allclose(x[:, 0], [2.0, 2.0], atol=1e-6)
 
 
+
+def test_maxmin_allocation_survives_a_level_a_hair_above_what_is_feasible():
+    """CI, hypothesis seed 699 of test_fair_share_tenants: HiGHS meets constraints within 1e-7, so the
+    third program's level (3.5288754) was a hair above what the fourth could keep at the 1e-9 slack
+    and that program was infeasible (an internal error mid-run). The program is now solved again
+    with a wider slack; the allocation stays within capacity and demand, with every tenant at its
+    level. The inputs are the ones recorded from that run."""
+    a = np.array([[0.0, 0.0, 1.0, 0.11337868480725623], [0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0],
+                  [0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0],
+                  [0.0, 0.18140589569160998, 0.0, 0.0], [0.0, 1.937984496124031, 0.0, 0.0],
+                  [0.0, 1.2919896640826873, 0.3333333333333333, 0.0]])
+    cap = np.array([8.0, 16.0, 8.0, 16.0])
+    demand = np.array([0.5, 8.0, 8.0, 16.0, 8.0, 8.0, 2.0, 16.0, 24.0])
+    weights = np.array([2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 9.5, 0.5])
+    served = np.array([[0.0, 0.0, 1.0, 0.25], [0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 1.0],
+                       [0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.4, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0],
+                       [0.0, 0.6666666666666666, 0.3333333333333333, 0.0]])
+    x, levels = maxmin_allocation(a, cap, demand, weights, served)
+    assert (x.sum(axis=0) <= cap + 1e-6).all() and ((served * x).sum(axis=1) <= demand + 1e-6).all()
+    equal = a @ cap * weights / weights.sum()
+    np.testing.assert_allclose((a * x).sum(axis=1) / equal, levels, rtol=1e-5)
+    np.testing.assert_allclose(levels[[0, 1, 3, 4]], [0.61136784, 1.37142857, 6.0, 3.528875], rtol=1e-6)
+
 HETERO = '''[[gpu_type]]
 name = "fast"
 speedup = 2.0

@@ -4,6 +4,7 @@ tests/conftest.py has no deadline, no test file sets one, and every @settings si
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from hypothesis import settings
@@ -13,6 +14,14 @@ TESTS = Path(__file__).resolve().parent
 
 def test_the_loaded_profile_has_no_deadline() -> None:
     assert settings().deadline is None
+
+
+def test_ci_draws_the_same_examples_every_run() -> None:
+    """.ci/run sets SIMSCHED_HYPOTHESIS=ci: a fixed seed per test, no example database, no deadline."""
+    ci = settings.get_profile("simsched-ci")
+    assert ci.derandomize and ci.database is None and ci.deadline is None
+    if os.environ.get("SIMSCHED_HYPOTHESIS") == "ci":
+        assert settings().derandomize
 
 
 def _settings_calls(tree: ast.AST):

@@ -98,6 +98,11 @@ from simsched.policies.shares import (
 
 DEFAULT_ROUND_S = 360.0
 _TOL = 1e-9
+#: how far below its level a fixed tenant's throughput may fall (relative), tried in turn: HiGHS meets
+#: constraints within its feasibility tolerance (1e-7), so a level found by one program can be a hair
+#: above what the next can keep; 1e-9 is tried first (the allocations every golden rests on), and a
+#: program infeasible by that round-off only is solved again with the next slack
+_SLACKS = (1e-9, 1e-7, 1e-5)
 
 
 def _linprog():
@@ -140,23 +145,10 @@ def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.n
     while np.isnan(levels).any():
         free_t = [t for t in range(n) if np.isnan(levels[t])]
         fixed_t = [t for t in range(n) if not np.isnan(levels[t]) and usable[t]]
-        rows, rhs = [], []
-        for t in free_t:  # z E_t - thr_t <= 0
-            row = np.zeros(n * m + 1)
-            row[t * m:(t + 1) * m] = -a[t]
-            row[-1] = equal[t]
-            rows.append(row)
-            rhs.append(0.0)
-        for t in fixed_t:  # thr_t >= level_t E_t (a hair below, against round-off)
-            row = np.zeros(n * m + 1)
-            row[t * m:(t + 1) * m] = -a[t]
-            rows.append(row)
-            rhs.append(-levels[t] * equal[t] * (1 - 1e-9))
-        a_ub = np.vstack((np.array(rows), np.hstack((shared, np.zeros((len(shared), 1))))))
-        b_ub = np.concatenate((rhs, shared_b))
-        cost = np.zeros(n * m + 1)
-        cost[-1] = -1.0
-        res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[*bounds, (0.0, None)], method="highs")
+        for slack in _SLACKS:
+            res = _level_program(linprog, a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, slack)
+            if res.status != 2:  # infeasible only by round-off: the last level was a hair too high
+                break
         if res.status != 0:
             raise AssertionError(f"maxmin-hetero: the water-filling program failed: {res.message}")
         z = float(res.x[-1])
@@ -174,13 +166,44 @@ def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.n
         cost = np.zeros(n * m)
         for t in fixed_t:
             cost[t * m:(t + 1) * m] = -a[t] / equal[t]
-        res = linprog(cost, A_ub=np.vstack((rows, shared)),
-                      b_ub=np.concatenate((-levels[fixed_t] * equal[fixed_t] * (1 - 1e-9), shared_b)),
-                      bounds=bounds, method="highs")
-        if res.status == 0:
-            x = res.x
+        for slack in _SLACKS:
+            res = linprog(cost, A_ub=np.vstack((rows, shared)),
+                          b_ub=np.concatenate((-_floor(levels[fixed_t] * equal[fixed_t], slack), shared_b)),
+                          bounds=bounds, method="highs")
+            if res.status == 0:
+                x = res.x
+                break
     x = np.maximum(np.asarray(x).reshape(n, m), 0.0)
     return x, levels
+
+
+
+def _floor(throughput, slack: float):
+    """A fixed tenant's throughput floor, ``slack`` (relative) below its level, against round-off."""
+    return throughput * (1 - slack)
+
+
+def _level_program(linprog, a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, slack: float):
+    """One water-filling program: maximise z with every free tenant at or above z x E_t and every
+    fixed tenant at or above its level (``slack`` below it)."""
+    n, m = a.shape
+    rows, rhs = [], []
+    for t in free_t:  # z E_t - thr_t <= 0
+        row = np.zeros(n * m + 1)
+        row[t * m:(t + 1) * m] = -a[t]
+        row[-1] = equal[t]
+        rows.append(row)
+        rhs.append(0.0)
+    for t in fixed_t:  # thr_t >= level_t E_t (a hair below)
+        row = np.zeros(n * m + 1)
+        row[t * m:(t + 1) * m] = -a[t]
+        rows.append(row)
+        rhs.append(-_floor(levels[t] * equal[t], slack))
+    a_ub = np.vstack((np.array(rows), np.hstack((shared, np.zeros((len(shared), 1))))))
+    b_ub = np.concatenate((rhs, shared_b))
+    cost = np.zeros(n * m + 1)
+    cost[-1] = -1.0
+    return linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[*bounds, (0.0, None)], method="highs")
 
 
 class MaxMinHeteroScheduler(QuotaSource):
