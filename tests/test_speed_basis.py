@@ -43,6 +43,11 @@ GAVEL_RESNET50 = [(2.3005199880283542, 9.053, 11.3961), (1.236568777004088, 4.88
                   (0.6190282202246573, 2.6195, 4.3948), (0.3472236920519382, 1.5844, 2.4968)]
 #: Lambda's resnet50 column (pytorch-train-throughput-fp16.csv at lambdal/deeplearning-benchmark@0551cb7)
 LAMBDA_RESNET50 = {"V100": 833.0, "A10": 638.0, "A100": 1396.0, "A100M80": 1582.0, "H100": 2616.0}
+#: Baidu DeepBench's training kernels, mixed precision (results/train/DeepBench_NV_T4.xlsx and
+#: DeepBench_NV_V100.xlsx at baidu-research/DeepBench@da81ba7): per application, the geometric mean over
+#: its GEMM and convolution kernels of V100 time / T4 time (158, 23, 8, 4, 30, 10 and 19 kernels)
+DEEPBENCH_T4 = {"DeepSpeech": 0.447, "Face Recognition": 0.583, "Language Modelling": 0.479, "OCR": 0.280,
+                "Resnet": 0.433, "Speaker ID": 0.420, "Vision": 0.360}
 
 
 def test_the_default_basis_ranks_a100_above_a10_and_v100_with_a_source_per_row(capsys):
@@ -88,6 +93,15 @@ def test_the_resnet50_row_is_gavels_and_lambdas_measurements():
     assert row["K80"] == pytest.approx(k80, abs=5e-5) and row["P100"] == pytest.approx(p100, abs=5e-5)
     for name in ("A10", "A100", "A100M80", "H100"):
         assert row[name] == pytest.approx(LAMBDA_RESNET50[name] / LAMBDA_RESNET50["V100"], abs=5e-5)
+
+
+def test_t4_is_deepbenchs_kernels_and_p40_m60_keep_their_datasheet_ratio():
+    training, fp32 = builtin_gpu_types(), builtin_gpu_types("fp32")
+    assert training["T4"].speedup == round(statistics.geometric_mean(DEEPBENCH_T4.values()), 3) == 0.42
+    assert "DeepBench" in training["T4"].source and fp32["T4"].speedup == FP32_BEFORE["T4"]
+    for name in ("P40", "8x24", "M60"):
+        assert training[name].speedup == fp32[name].speedup == FP32_BEFORE[name]
+        assert "no training measurement with a V100 baseline" in training[name].source
 
 
 ONE_OF_EACH = ('[[cluster]]\nname = "c0"\nnodes = [' + ", ".join(
