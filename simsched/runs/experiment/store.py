@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.core.atomic import named, open_own, replacing
+from simsched.core.atomic import named, open_own, replacing, subfolder
 from simsched.core.errors import InputError
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS
 from simsched.core.outputs import read_csv_checked
@@ -293,7 +293,7 @@ class ResultStore:
             return False
         if jobs is not None:
             path = self.jobs_path(run_id)
-            path.parent.mkdir(exist_ok=True)
+            subfolder(path.parent)  # jobs/: a real folder, never a planted link out of the store
             if self.jobs_format == "parquet":
                 _rewrite(path, jobs.to_parquet(index=False, engine="pyarrow", compression="zstd"))
                 path.with_suffix(".csv").unlink(missing_ok=True)  # one table per run
