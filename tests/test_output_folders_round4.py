@@ -1,6 +1,8 @@
-"""Issue 39, the file-system classes of the fourth hostile round: a hard-linked file simsched writes
+"""Issue 39, the output-folder classes of the fourth hostile round: a hard-linked file simsched writes
 in place is refused (its other name is left byte-identical); a sub-folder planted as a link inside an
-output folder (jobs/, plots/) is refused before anything runs and nothing lands outside."""
+output folder (jobs/, plots/) is refused before anything runs and nothing lands outside; the API's
+``compare(out=<a file>)`` is one InputError; a second comparison into a folder leaves nothing of the
+first one's per-job tables or figures."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import simsched
 from simsched.cli.main import main
 from simsched.core.atomic import open_own, subfolder
 from simsched.core.errors import InputError
 from simsched.evo import numba_cache
 from simsched.runs.experiment import store
-from simsched.runs.experiment.lock import LOCK
+from simsched.runs.experiment.lock import LOCK, FolderLock
 
 REPO = Path(__file__).resolve().parents[1]
 THESIS = b"\\documentclass{article} my thesis, three years of work\n"
@@ -150,6 +153,42 @@ def test_the_writers_themselves_refuse_a_link_planted_after_the_checks(tmp_path:
     with pytest.raises(InputError, match="not a folder"):
         subfolder(out / "plain")
     assert subfolder(out / "made").is_dir() and not (out / "made").is_symlink()
+
+
+# -- the API's compare(out=...) ---------------------------------------------------------------------
+def test_api_compare_into_a_file_or_a_planted_link_is_one_input_error(one: Path) -> None:
+    with pytest.raises(InputError, match=r"^simsched\.compare: out .*one\.toml: exists and is not a folder"):
+        simsched.compare(one, ["fifo"], workers=1, out=one)
+    outside = _plant(one.parent / "out", "jobs")
+    with pytest.raises(InputError, match="symbolic link"):
+        simsched.compare(one, ["fifo"], workers=1, out=one.parent / "out", keep_jobs=True)
+    _untouched(outside)
+    (one.parent / "held").mkdir()
+    with FolderLock(one.parent / "held"), pytest.raises(InputError, match="is in use by"):
+        simsched.compare(one, ["fifo"], workers=1, out=one.parent / "held")
+
+
+# -- one comparison per folder ----------------------------------------------------------------------
+def test_a_second_compare_into_a_folder_leaves_nothing_of_the_first(one: Path) -> None:
+    out = one.parent / "out"
+    assert main(["compare", str(one), "--schedulers", "fifo,sjf,hrrn", "--workers", "1", "--out", str(out),
+                 "--keep-jobs", "--quiet"]) == 0
+    assert sorted(p.name for p in (out / "jobs").iterdir()) == ["0.csv", "1.csv", "2.csv", "index.csv"]
+    (out / "plots").mkdir()
+    for name in ("jct_cdf.png", "metrics.svg", "mine.txt"):  # the first one's figures, and a file of the user's
+        (out / "plots" / name).write_text("old")
+    (out / "report.html").write_text("old")
+    # fewer runs, per-job tables kept: the first one's third table goes
+    assert main(["compare", str(one), "--schedulers", "sjf", "--workers", "1", "--out", str(out),
+                 "--keep-jobs", "--quiet"]) == 0
+    assert sorted(p.name for p in (out / "jobs").iterdir()) == ["0.csv", "index.csv"]
+    assert list(pd.read_csv(out / "jobs" / "index.csv")["scheduler"]) == ["sjf"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["mine.txt"]
+    assert not (out / "report.html").exists()
+    # no per-job tables: none of the earlier ones stays for `plot` to pair with this comparison's runs
+    assert main(["compare", str(one), "--schedulers", "hrrn", "--workers", "1", "--out", str(out), "--quiet"]) == 0
+    assert not (out / "jobs").exists()
+    assert list(pd.read_csv(out / "compare_runs.csv")["scheduler"]) == ["hrrn"]
 
 
 # -- numba's fallback cache folder in the shared temporary folder ------------------------------------------

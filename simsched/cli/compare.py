@@ -64,7 +64,8 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help=f"local processes (default) or a Ray cluster ({install_hint('ray')})")
     p.add_argument("--address", help="Ray cluster address (with --executor ray; default: $RAY_ADDRESS if set, else start a local Ray)")
-    p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here")
+    p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here (an earlier comparison "
+                        "there is replaced as a whole, docs/outputs.md)")
     _add_override_flags(p, policy=False, seed_flag=False)  # as run's: --jobs-limit, --nodes-per-type, --placement, ...
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
