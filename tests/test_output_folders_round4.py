@@ -2,21 +2,26 @@
 in place is refused (its other name is left byte-identical); a sub-folder planted as a link inside an
 output folder (jobs/, plots/) is refused before anything runs and nothing lands outside; the API's
 ``compare(out=<a file>)`` is one InputError; a second comparison into a folder leaves nothing of the
-first one's per-job tables or figures."""
+first one's per-job tables or figures; a closed pipe after the rich tables ends with exit 141, as
+``--json`` does."""
 
 from __future__ import annotations
 
+import ast
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import simsched
-from simsched.cli.main import main
+from simsched.cli.main import PIPE_EXIT, main
 from simsched.core.atomic import open_own, subfolder
 from simsched.core.errors import InputError
 from simsched.evo import numba_cache
+from simsched.present.report import Console
 from simsched.runs.experiment import store
 from simsched.runs.experiment.lock import LOCK, FolderLock
 
@@ -189,6 +194,45 @@ def test_a_second_compare_into_a_folder_leaves_nothing_of_the_first(one: Path) -
     assert main(["compare", str(one), "--schedulers", "hrrn", "--workers", "1", "--out", str(out), "--quiet"]) == 0
     assert not (out / "jobs").exists()
     assert list(pd.read_csv(out / "compare_runs.csv")["scheduler"]) == ["hrrn"]
+
+
+# -- a closed pipe after the rich tables ------------------------------------------------------------------
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def test_compare_tables_into_a_closed_pipe_end_quietly_with_141(one: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-m", "simsched", "compare", str(one), "--schedulers", "fifo",
+                              "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    child.stdout.close()  # `| true`: the reader is gone before the tables are printed
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == PIPE_EXIT
+    assert err.strip() == "", err
+
+
+def test_the_console_raises_a_closed_pipe_for_the_command_line_to_end(tmp_path: Path) -> None:
+    class Gone:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):  # rich's own Console exits with SystemExit(1) here
+        Console(file=Gone()).print("a table")
+
+
+def test_no_module_prints_through_riches_own_console() -> None:
+    """Every console the command line prints through is simsched.present.report.Console."""
+    offenders = []
+    for path in (REPO / "simsched").rglob("*.py"):
+        if path == REPO / "simsched" / "present" / "report.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "rich.console" \
+                    and any(alias.name == "Console" for alias in node.names):
+                offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []
 
 
 # -- numba's fallback cache folder in the shared temporary folder ------------------------------------------

@@ -25,7 +25,7 @@ from simsched.core.interrupts import exit_code
 from simsched.core.outputs import require_format
 from simsched.present.compare_tables import rich_tables
 from simsched.present.plots.draw import draw
-from simsched.present.report import wide_console
+from simsched.present.report import Console, wide_console
 from simsched.runs.compare import (
     COMPARE_FILES,
     CompareInterrupted,
@@ -50,7 +50,6 @@ def compare_command(argv: list[str]) -> int:
     """Several schedulers over seeds and instances: mean +- std table, ranks, CSV/Markdown."""
     import os
 
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     p = _Parser(prog=_command("compare"),

@@ -32,6 +32,7 @@ from simsched.learning.gp import (
     learn_config,
 )
 from simsched.present.plots.draw import draw
+from simsched.present.report import Console
 from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.parallel import EXECUTORS, TasksLost
 
@@ -76,7 +77,6 @@ def _parser() -> _Parser:
 
 
 def learn_command(argv: list[str]) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
     args = _parser().parse_args(argv)
