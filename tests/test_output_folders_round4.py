@@ -73,6 +73,26 @@ def test_a_hard_linked_lock_is_refused_with_exit_2_and_its_other_name_is_untouch
     assert not (out / "results.csv").exists()
 
 
+def test_a_resume_refuses_a_hard_linked_results_csv_before_any_run(one: Path, capsys) -> None:
+    """`cp -al store snapshot`: appending to the store's results.csv would change the snapshot's too."""
+    pytest.importorskip("scipy.stats", reason="experiments need the extra 'experiment' (scipy)")
+    spec = one.parent / "spec.toml"
+    spec.write_text(SPEC)
+    out = one.parent / "store"
+    assert main(["experiment", str(spec), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    snapshot = one.parent / "snapshot.csv"
+    os.link(out / "results.csv", snapshot)
+    before = snapshot.read_bytes()
+    jobs = sorted(p.name for p in (out / "jobs").iterdir())
+    spec.write_text(SPEC.replace("seeds = 1", "seeds = 2"))  # two more runs to append
+    capsys.readouterr()
+    assert main(["experiment", str(spec), "--out", str(out), "--quiet", "--workers", "1", "--resume"]) == 2
+    line = _one_line(capsys)
+    assert "results.csv" in line and "2 hard links" in line, line
+    assert snapshot.read_bytes() == before
+    assert sorted(p.name for p in (out / "jobs").iterdir()) == jobs  # refused before any run
+
+
 @pytest.mark.parametrize("flags", [os.O_RDWR | os.O_CREAT, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
                                    os.O_WRONLY | os.O_TRUNC])
 def test_every_in_place_writer_refuses_a_hard_link_before_a_byte_changes(tmp_path: Path, flags: int) -> None:

@@ -164,6 +164,10 @@ class ResultStore:
             return set()
         self.finished = self._repair_results(planned or {})
         self._repair_decisions(self.finished)
+        # appended to in place: a link or a hard link there is refused now, not after the first run (open_own)
+        for path in (self.results_path, self.decisions_path):
+            if os.path.lexists(path):
+                os.close(open_own(path, os.O_WRONLY | os.O_APPEND))
         return set(self.finished)
 
     def _read_text(self) -> str:
