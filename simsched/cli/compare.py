@@ -25,7 +25,7 @@ from simsched.core.interrupts import exit_code
 from simsched.core.outputs import require_format
 from simsched.present.compare_tables import rich_tables
 from simsched.present.plots.draw import draw
-from simsched.present.report import wide_console
+from simsched.present.report import Console, wide_console
 from simsched.runs.compare import (
     COMPARE_FILES,
     CompareInterrupted,
@@ -50,7 +50,6 @@ def compare_command(argv: list[str]) -> int:
     """Several schedulers over seeds and instances: mean +- std table, ranks, CSV/Markdown."""
     import os
 
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     p = _Parser(prog=_command("compare"),
@@ -64,7 +63,8 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help=f"local processes (default) or a Ray cluster ({install_hint('ray')})")
     p.add_argument("--address", help="Ray cluster address (with --executor ray; default: $RAY_ADDRESS if set, else start a local Ray)")
-    p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here")
+    p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here (an earlier comparison "
+                        "there is replaced as a whole, docs/outputs.md)")
     _add_override_flags(p, policy=False, seed_flag=False)  # as run's: --jobs-limit, --nodes-per-type, --placement, ...
     p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")

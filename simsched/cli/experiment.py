@@ -15,6 +15,7 @@ from simsched.core.extras import install_hint
 from simsched.core.outputs import require_format
 from simsched.present.experiment_tables import rich_tables, write_tables
 from simsched.present.plots.draw import draw
+from simsched.present.report import Console
 from simsched.runs.experiment.grid import plan
 from simsched.runs.experiment.runner import ExperimentInterrupted, run_experiment
 from simsched.runs.experiment.spec import MAX_RUNS, load_spec
@@ -61,9 +62,7 @@ def _parser() -> Parser:
 
 
 def experiment_command(argv: list[str]) -> int:
-    from rich.console import Console
     from rich.progress import Progress
-
 
     args = _parser().parse_args(argv)
 
@@ -206,9 +205,6 @@ def _tables_only(spec, out: Path, args) -> int:
 
 def _print_tables(stats, spec, title: str) -> None:
     """The statistics as rich tables on stdout (140 columns wide when stdout is not a terminal)."""
-    from rich.console import Console
-
-
     console = Console()
     if not console.is_terminal:
         console = Console(width=140)

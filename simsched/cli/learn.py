@@ -32,6 +32,7 @@ from simsched.learning.gp import (
     learn_config,
 )
 from simsched.present.plots.draw import draw
+from simsched.present.report import Console
 from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.parallel import EXECUTORS, TasksLost
 
@@ -76,7 +77,6 @@ def _parser() -> _Parser:
 
 
 def learn_command(argv: list[str]) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
     args = _parser().parse_args(argv)
@@ -94,7 +94,8 @@ def learn_command(argv: list[str]) -> int:
 
     note_read(args.scenario, "scenario")
     scenario_inputs(load_scenario(args.scenario))  # its trace and policy files, read later by learn()
-    check_outputs([out, ckpt])
+    figures = out.parent / f"{out.stem}_plots"  # --plots/--report: FILE_plots/ and its plots/ (draw)
+    check_outputs([out, ckpt], [figures, figures / "plots"] if pictures else [])
     if args.resume and not ckpt.exists() and not args.quiet:
         console.print(f"no checkpoint at {ckpt}: starting from the first generation")
     kwargs = dict(out=out, workers=workers, executor=args.executor, address=args.address, resume=args.resume,

@@ -23,6 +23,7 @@ from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
 from simsched.core.inputs import check_outputs, note_read, scenario_inputs
 from simsched.learning.rl_train import TrainConfig, TrainProgress, checkpoint_path, train
+from simsched.present.report import Console
 from simsched.runs.experiment.lock import FolderLock
 
 ACTIONS = ("train",)
@@ -68,7 +69,6 @@ def rl_command(argv: list[str]) -> int:
 def _train(argv: list[str]) -> int:
     from dataclasses import replace
 
-    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
     try:

@@ -56,16 +56,21 @@ def open_own(path: str | Path, flags: int, mode: int = 0o666) -> int:
     others may write into (a shared results folder, an unpacked archive): the store lock, the
     experiment store's appends, the compare journal.
 
-    A symbolic link there (``.simsched.lock -> ../thesis.tex``) or anything but a regular file (a
-    FIFO, a device) is refused with :class:`InputError`, before a byte is written: following it
-    would truncate or append to a file outside the folder. Files replaced whole go through
+    A symbolic link there (``.simsched.lock -> ../thesis.tex``), a hard link (a second name of a
+    file elsewhere: ``ln ../thesis.tex .simsched.lock``) or anything but a regular file (a FIFO, a
+    device) is refused with :class:`InputError`, before a byte is written: writing through it would
+    truncate or append to a file outside the folder. The checks are made on the open descriptor
+    (``fstat``), so the file checked is the file written; ``O_TRUNC`` is applied only after them.
+    A regular file with one name is only the name in this folder, whoever owns it (a colleague's
+    lock in a shared store is used, not refused). Files replaced whole go through
     :func:`replacing` instead (a fresh ``mkstemp`` name, then a rename, which replaces a link
-    itself, never its target)."""
+    itself, never its target, and leaves a hard link's other names as they were)."""
     path = Path(path)
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     nonblock = getattr(os, "O_NONBLOCK", 0)  # a planted FIFO must not block the open
+    truncate = flags & os.O_TRUNC  # after the checks: a refused file must be left as it was
     try:
-        fd = os.open(path, flags | nofollow | nonblock | getattr(os, "O_CLOEXEC", 0), mode)
+        fd = os.open(path, (flags & ~os.O_TRUNC) | nofollow | nonblock | getattr(os, "O_CLOEXEC", 0), mode)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK) and path.is_symlink():  # EMLINK: the BSDs' answer
             raise InputError(f"{path}: is a symbolic link; simsched writes only regular files here "
@@ -79,12 +84,48 @@ def open_own(path: str | Path, flags: int, mode: int = 0o666) -> int:
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"{path}: is not a regular file; simsched writes only regular files here "
                              "(remove it)")
+        if info.st_nlink > 1:
+            raise InputError(f"{path}: has {info.st_nlink} hard links (the same file under other names); "
+                             "simsched writes in place only to a file with one name, so that no other is changed "
+                             "(give it its own copy with cp and mv, or remove it)")
+        if truncate:
+            os.ftruncate(fd, 0)
         if nonblock:
             os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def subfolder(path: str | Path, *, create: bool = True) -> Path:
+    """``path``, a sub-folder that simsched fills inside an output folder (``jobs/``, ``plots/``, a
+    learned file's ``FILE_plots/``): a real folder, made when missing (``create``).
+
+    A symbolic link there (``jobs -> ../thesis``) or anything but a folder is refused with
+    :class:`InputError`: every file written into it would land outside the output folder, and an
+    existing one there (``index.csv``) would be replaced. The output folder itself may be a link
+    (the user named it); only what simsched makes inside it is checked. Every sub-folder is made
+    through here, and the commands check theirs before any run (:func:`simsched.core.inputs.check_outputs`),
+    so a planted link costs nothing computed."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return path
+        try:
+            os.mkdir(path)
+        except FileExistsError:  # made meanwhile: checked below like any other
+            pass
+        info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise InputError(f"{path}: is a symbolic link; simsched writes its files only into a real folder here, "
+                         "never through a link (remove the link)")
+    if not stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{path}: is not a folder; simsched writes its files into a folder of this name "
+                         "(move it away)")
+    return path
 
 
 @contextmanager

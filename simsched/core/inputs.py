@@ -14,7 +14,8 @@ refusal only happens when such a name is also an input.
 Paths are compared after ``Path.resolve()`` (symlinks and ``..`` followed), so
 ``--out .`` next to a scenario that reads ``jobs.csv`` is caught, and so is a
 symlink to the scenario. Hard links to an input are caught too (same device
-and inode).
+and inode). The sub-folders a command fills (``jobs/``, ``plots/``) must be
+real folders: one planted as a symbolic link is refused here, before any run.
 
 The registry is per process: a command notes what it reads in the process
 that checks its outputs. Commands that read more in worker processes (a
@@ -28,6 +29,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from simsched.core.atomic import subfolder
 from simsched.core.errors import InputError
 
 _READ: dict[Path, str] = {}  # resolved path -> what it is ("scenario", "trace file", ...)
@@ -96,8 +98,12 @@ def check_outputs(files: Iterable[str | Path] = (), folders: Iterable[str | Path
     """Refuse (InputError, exit 2) when an output file is an input, or an output folder holds one.
 
     ``files``: every file the command may write (whole paths). ``folders``: sub-folders it fills
-    (``plots/``, ``jobs/``): any input inside them is refused too.
+    (``plots/``, ``jobs/``): any input inside them is refused too, and so is a sub-folder that is a
+    symbolic link or no folder (:func:`simsched.core.atomic.subfolder`), before anything is computed.
     """
+    folders = [Path(folder) for folder in folders]
+    for folder in folders:
+        subfolder(folder, create=False)
     inputs = reads()
     if not inputs:
         return

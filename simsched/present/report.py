@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+import errno
+
+from rich import console as rich_console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -14,6 +16,17 @@ from simsched.core.metrics import (
     SUMMARY_METRICS,
     flat_metrics,
 )
+
+
+class Console(rich_console.Console):
+    """rich's Console, for every table and progress line the command line prints. A reader that goes
+    away (``simsched compare ... | head -1``) raises :class:`BrokenPipeError`, which the command line
+    ends quietly with exit 141 (simsched.cli.main.closed_pipe), as it does for ``--json``; rich's own
+    handler would end the program with exit status 1, which reads as a failure (docs/outputs.md)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written to a pipe nobody reads
+        raise BrokenPipeError(errno.EPIPE, "the reader of this output has gone")
 
 
 def wide_console(tables: list | tuple = (), *, stderr: bool = False, minimum: int = 100) -> Console:

@@ -162,6 +162,7 @@ class CompareResult:
             else:
                 (out / "compare_failed.csv").unlink(missing_ok=True)
             atomic.write_text(paths[2], display.render("compare", "markdown", self))  # simsched.present.compare_tables
+            clear_earlier(out, jobs=self.jobs is None)  # one comparison per folder: nothing of an earlier one stays
             if self.jobs is not None:
                 paths.append(self._write_jobs(out / "jobs", format))
             atomic.clear_partial(out)
@@ -171,8 +172,8 @@ class CompareResult:
     def _write_jobs(self, folder: Path, format: str = "csv") -> Path:
         """jobs/NNN.csv (or .parquet) per run (jobs.csv columns) and jobs/index.csv naming each file's
         instance, seed and scheduler (file names are run numbers: scheduler names may hold characters
-        paths cannot)."""
-        folder.mkdir(parents=True, exist_ok=True)
+        paths cannot). An earlier comparison's tables that this one does not replace are removed."""
+        atomic.subfolder(folder)  # never through a jobs/ link planted in the folder
         width = len(str(len(self.jobs)))
         files = []
         for number, table in enumerate(self.jobs):
@@ -181,6 +182,9 @@ class CompareResult:
             files.append(name)
         index = self.runs[["instance", "seed", "scheduler"]].assign(file=files)
         atomic.write_with(folder / "index.csv", lambda tmp: index.to_csv(tmp, index=False))
+        for stale in _job_tables(folder):
+            if stale.name not in files:
+                stale.unlink(missing_ok=True)
         return folder / "index.csv"
 
 
@@ -207,6 +211,42 @@ JOURNAL = "compare_runs.partial.jsonl"
 #: the files a compare writes into its --out folder (with jobs/ and plots/)
 COMPARE_FILES = ("compare.csv", "compare_runs.csv", "compare.md", "compare_failed.csv", JOURNAL, "PARTIAL",
                  "report.html")
+
+
+#: the figures a compare folder's plots/ may hold (simsched.present.plots.compare.compare_figures), by stem
+COMPARE_FIGURES = ("metrics", "jct_cdf", "ranks")
+#: their file formats (simsched.present.plots.report.FORMATS)
+FIGURE_FORMATS = ("png", "svg")
+
+
+def _job_tables(folder: Path) -> list[Path]:
+    """The per-job tables a comparison wrote into ``folder`` (``jobs/``): NNN.csv or NNN.parquet."""
+    return [path for path in folder.iterdir()
+            if path.suffix in (".csv", ".parquet") and path.stem.isdigit() and path.stem.isascii()]
+
+
+def clear_earlier(out_dir: str | Path, *, jobs: bool = True) -> None:
+    """Remove what an earlier comparison left in ``out_dir`` that this one's files do not replace:
+    its figures and report.html (redrawn by --plots/--report or ``simsched plot``) and, when
+    ``jobs``, its per-job tables (jobs/index.csv first, so that no reader pairs them with this
+    comparison's runs). Only the names a comparison writes are removed (docs/comparison.md); a
+    jobs/ or plots/ that is a link is refused, never followed (atomic.subfolder)."""
+    out = Path(out_dir)
+    (out / "report.html").unlink(missing_ok=True)
+    plots = atomic.subfolder(out / "plots", create=False)
+    if plots.is_dir():
+        for stem in COMPARE_FIGURES:
+            for fmt in FIGURE_FORMATS:
+                (plots / f"{stem}.{fmt}").unlink(missing_ok=True)
+    folder = atomic.subfolder(out / "jobs", create=False)
+    if jobs and folder.is_dir():
+        (folder / "index.csv").unlink(missing_ok=True)
+        for stale in _job_tables(folder):
+            stale.unlink(missing_ok=True)
+        try:
+            folder.rmdir()  # when nothing else is in it
+        except OSError:
+            pass
 
 
 def journal_path(out_dir: str | Path) -> Path:
@@ -867,6 +907,7 @@ def write_partial(out_dir: str | Path, exc: CompareInterrupted | WorkerDied | Ru
         columns += list(dict.fromkeys(k for row in exc.rows for k in row if k not in columns and not k.startswith("_")))
         atomic.write_with(out / "compare_runs.csv",
                           lambda tmp: pd.DataFrame(exc.rows, columns=columns).to_csv(tmp, index=False))
+        clear_earlier(out)  # an earlier comparison's per-job tables and figures would mislead too
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,13 @@ from typing import Any
 import pandas as pd
 
 from simsched.core import arguments
+from simsched.core.atomic import check_out_dir, subfolder
 from simsched.core.errors import InputError, warn
 from simsched.core.extras import install_hint
 from simsched.core.outputs import read_csv_checked, require_format
 from simsched.runs import display
 from simsched.runs.compare import METRIC_KEYS, compare_spec, run_compare, warnings_of
+from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.experiment.runner import run_experiment as run_spec
 from simsched.runs.experiment.spec import load_spec
 from simsched.runs.experiment.stats import compute
@@ -200,8 +203,10 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
                                            maximum=arguments.MAX_DECIDE_TIMEOUT_S)
     if rank_by is not None and not isinstance(rank_by, str):
         raise InputError(f"{caller}: rank_by must be a metric name such as 'avg_jct', got {rank_by!r}")
-    if out is not None:
-        out = arguments.path(out, "out", caller)
+    if out is not None:  # as compare --out: a folder, its jobs/ and plots/ no links (simsched.core.atomic)
+        out = check_out_dir(arguments.path(out, "out", caller), f"{caller}: out")
+        for folder in ("jobs", "plots"):
+            subfolder(out / folder, create=False)
     if overrides is not None and not isinstance(overrides, Mapping):
         raise InputError("simsched.compare: overrides must be a dict of dotted scenario keys, "
                          "e.g. {'workload.load': 0.8}")
@@ -211,10 +216,14 @@ def compare(scenario: str | Path, schedulers: Sequence[str] | None = None, *, se
                              "e.g. workload.load or scheduler.policy")
     spec = compare_spec(path, schedulers=schedulers, seeds=seeds, jobs=jobs_limit, rank_by=rank_by,
                         settings=dict(overrides or {}))
-    result = run_compare(spec, workers=workers, keep_jobs=keep_jobs, keep_going=keep_going,
-                         decide_timeout=decide_timeout)
-    if out is not None:
-        result.write(out, format=format)
+    # one comparison per folder at a time, as the command holds it (simsched.runs.experiment.lock)
+    with FolderLock(out, "out folder") if out is not None else nullcontext() as lock:
+        if lock is not None and lock.warning:
+            warn(lock.warning)
+        result = run_compare(spec, workers=workers, keep_jobs=keep_jobs, keep_going=keep_going,
+                             decide_timeout=decide_timeout)
+        if out is not None:
+            result.write(out, format=format)
     for text in warnings_of(result):  # the CLI prints them; the API warns (SimschedWarning)
         warn(text)
     return Comparison(result)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from simsched.core import atomic
 from simsched.core.errors import InputError
 from simsched.core.metrics import (
     FAIRNESS_METRICS,
@@ -58,6 +59,12 @@ def draw(output: str | Path, *, fmt: str = "png", plots: bool = True, report: bo
     kind = kind_of(output)
     path = Path(output)
     folder = path.parent / f"{path.stem}_plots" if kind == "learn" else path
+    # the folders the files go to are real folders, not links planted there: checked before anything
+    # is drawn (simsched.core.atomic.subfolder)
+    if kind == "learn":
+        atomic.subfolder(folder, create=plots or report)
+    if plots:
+        atomic.subfolder(folder / "plots", create=False)
     try:
         if kind == "experiment":
             return _experiment(path, folder, fmt, plots, report, metric, schedulers, notify)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from simsched.core.atomic import replacing as atomic_replacing
-from simsched.core.atomic import write_text
+from simsched.core.atomic import subfolder, write_text
 from simsched.core.version import __version__
 from simsched.present.plots import pyplot
 
@@ -26,10 +26,10 @@ FORMATS = ("png", "svg")
 
 def save_figures(figures: Mapping[str, Any], folder: str | Path, fmt: str = "png",
                  close: bool = True) -> list[Path]:
-    """Write each figure as ``folder/NAME.fmt`` (and close it unless ``close`` is false)."""
+    """Write each figure as ``folder/NAME.fmt`` (and close it unless ``close`` is false). ``folder``
+    (``plots/``) is made inside an output folder, and is refused when it is a link (atomic.subfolder)."""
     plt = pyplot()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = subfolder(folder)
     paths = []
     for name, fig in figures.items():
         path = folder / f"{name}.{fmt}"

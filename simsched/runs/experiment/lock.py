@@ -11,9 +11,10 @@ exits, so a lock can never outlive its process on this host. The file's text
 (``pid host since``) is only the message. When the lock is free but the file
 still names another pid that is dead on this host (the holder was killed
 before it could tidy up), the lock is taken over and a warning says so.
-The lock file is opened with ``O_NOFOLLOW`` and must be a regular file: anyone
-who can write into a shared results folder could otherwise plant
-``.simsched.lock -> ../thesis.tex`` and have the next ``--resume`` empty it.
+The lock file is opened with ``O_NOFOLLOW`` and must be a regular file with one
+name: anyone who can write into a shared results folder could otherwise plant
+``.simsched.lock -> ../thesis.tex`` (or the hard link ``ln ../thesis.tex
+.simsched.lock``) and have the next ``--resume`` empty it (atomic.open_own).
 On a shared file system ``flock`` is as good as that file system's locking
 (NFSv4 and Lustre pass it to the server); docs/scale-out.md says to keep one
 ``--out`` per driver.

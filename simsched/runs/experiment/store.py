@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from simsched.core.atomic import named, open_own, replacing
+from simsched.core.atomic import named, open_own, replacing, subfolder
 from simsched.core.errors import InputError
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS
 from simsched.core.outputs import read_csv_checked
@@ -164,6 +164,10 @@ class ResultStore:
             return set()
         self.finished = self._repair_results(planned or {})
         self._repair_decisions(self.finished)
+        # appended to in place: a link or a hard link there is refused now, not after the first run (open_own)
+        for path in (self.results_path, self.decisions_path):
+            if os.path.lexists(path):
+                os.close(open_own(path, os.O_WRONLY | os.O_APPEND))
         return set(self.finished)
 
     def _read_text(self) -> str:
@@ -293,7 +297,7 @@ class ResultStore:
             return False
         if jobs is not None:
             path = self.jobs_path(run_id)
-            path.parent.mkdir(exist_ok=True)
+            subfolder(path.parent)  # jobs/: a real folder, never a planted link out of the store
             if self.jobs_format == "parquet":
                 _rewrite(path, jobs.to_parquet(index=False, engine="pyarrow", compression="zstd"))
                 path.with_suffix(".csv").unlink(missing_ok=True)  # one table per run
