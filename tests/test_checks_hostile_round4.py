@@ -220,3 +220,37 @@ def test_a_good_notebook_policy_runs_as_before(one: Path) -> None:
     with pytest.warns(SimschedWarning, match="left 8 of 8 feasible jobs unfinished"):
         result = simsched.run(one, scheduler=Idle)
     assert result.summary["completed"] == 0 and result.summary["scheduler"]["policy"].endswith("Idle")
+
+
+# -- a text in a number column of a read-back table (row #79) ----------------------------------------
+@pytest.mark.parametrize("column, value, what", [("wait", "zero", "is not a number"),
+                                                 ("runs", "1x", "is not an integer")])
+def test_a_text_in_a_number_column_is_one_line_naming_file_line_and_column(one: Path, tmp_path: Path, capsys,
+                                                                          column: str, value: str,
+                                                                          what: str) -> None:
+    out = tmp_path / "out"
+    simsched.run(one).write(out)
+    lines = (out / "jobs.csv").read_text().splitlines()
+    index = lines[0].split(",").index(column)
+    cells = lines[3].split(",")
+    cells[index] = value
+    lines[3] = ",".join(cells)
+    (out / "jobs.csv").write_text("\n".join(lines) + "\n")
+    expected = f"jobs.csv: line 4, column {column}: '{value}' {what}"
+    with pytest.raises(InputError, match=expected):
+        simsched.load_run(out)
+    assert main(["plot", str(out)]) == 2
+    assert expected in _one_line(capsys)
+
+
+def test_a_text_in_a_compare_number_column_is_one_line(one: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "cmp"
+    assert main(["compare", str(one), "--schedulers", "fifo,sjf", "--workers", "1", "--quiet", "--out", str(out)]) == 0
+    lines = (out / "compare_runs.csv").read_text().splitlines()
+    index = lines[0].split(",").index("avg_jct")
+    cells = lines[2].split(",")
+    cells[index] = "zero"
+    lines[2] = ",".join(cells)
+    (out / "compare_runs.csv").write_text("\n".join(lines) + "\n")
+    assert main(["plot", str(out)]) == 2
+    assert "compare_runs.csv: line 3, column avg_jct: 'zero' is not a number" in _one_line(capsys)
