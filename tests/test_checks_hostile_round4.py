@@ -25,6 +25,8 @@ from simsched.cli.main import main
 from simsched.core import arguments
 from simsched.core.errors import InputError, SimschedWarning
 from simsched.policies import Decision, Start
+from simsched.runs.experiment.grid import check_tenant_metric, plan
+from simsched.runs.experiment.spec import load_spec
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 
 ONE = """
@@ -254,3 +256,77 @@ def test_a_text_in_a_compare_number_column_is_one_line(one: Path, tmp_path: Path
     (out / "compare_runs.csv").write_text("\n".join(lines) + "\n")
     assert main(["plot", str(out)]) == 2
     assert "compare_runs.csv: line 3, column avg_jct: 'zero' is not a number" in _one_line(capsys)
+
+
+# -- control characters in a compare label (rows #99 #105 #107) --------------------------------------
+def test_a_control_character_in_a_compare_label_is_refused_before_any_run(tmp_path: Path, capsys) -> None:
+    scenario = _scenario(tmp_path, extra='[compare]\nschedulers = ["fifo", "ff\\u0000x"]\n'
+                                          '[compare.options."ff\\u0000x"]\npolicy = "fifo"\nbackfill = "easy"\n')
+    assert main(["compare", str(scenario), "--workers", "1", "--quiet", "--out", str(tmp_path / "out")]) == 2
+    line = _one_line(capsys)
+    assert "compare.options: label 'ff\\x00x' holds control characters (U+0000)" in line, line
+    out = tmp_path / "out"
+    assert not out.exists() or not any(out.iterdir())  # nothing written
+    with pytest.raises(InputError, match="scheduler 'sj\\\\x1bf' holds control characters"):
+        simsched.compare(_scenario(tmp_path, "two.toml"), ["fifo", "sj\x1bf"], workers=1)
+
+
+# -- a flag that overrides a label's own setting (row #119) ------------------------------------------
+OPTIONS = """
+[compare]
+schedulers = ["fifo-none", "fifo-easy"]
+[compare.options.fifo-none]
+policy = "fifo"
+backfill = "none"
+[compare.options.fifo-easy]
+policy = "fifo"
+backfill = "easy"
+"""
+
+
+def test_a_flag_that_overrides_what_a_label_sets_is_refused(tmp_path: Path, capsys) -> None:
+    scenario = _scenario(tmp_path, extra=OPTIONS)
+    assert main(["compare", str(scenario), "--workers", "1", "--quiet", "--no-backfill"]) == 2
+    line = _one_line(capsys)
+    assert "--no-backfill would run every scheduler with backfill = false" in line, line
+    assert "[compare.options.fifo-none] sets backfill" in line
+    # a flag for a key no label sets applies to all of them alike: no lie, it runs
+    assert main(["compare", str(scenario), "--workers", "1", "--quiet", "--placement", "best_fit"]) == 0
+
+
+# -- an experiment's avg_wait@<tenant> for a tenant no instance has (rows #135 #137) -----------------
+def _spec(folder: Path, scenario: str, metric: str) -> Path:
+    path = folder / "spec.toml"
+    path.write_text(f'name = "s"\nscenarios = ["{scenario}"]\nschedulers = ["fifo", "sjf"]\nseeds = 1\n'
+                    f'metric = "{metric}"\n')
+    return path
+
+
+def test_a_tenant_metric_for_a_tenant_no_instance_has_is_refused_naming_the_tenants(tmp_path: Path,
+                                                                                     capsys) -> None:
+    pytest.importorskip("scipy.stats", reason="experiments need the extra 'experiment' (scipy)")
+    _scenario(tmp_path, "ten.toml", tenants=True)
+    spec = _spec(tmp_path, "ten.toml", "avg_wait@zzz")
+    assert main(["experiment", str(spec), "--workers", "1", "--quiet", "--out", str(tmp_path / "out")]) == 2
+    line = _one_line(capsys)
+    assert "metric: 'avg_wait@zzz': no instance has a tenant 'zzz'" in line and \
+        line.endswith("valid: avg_wait@a, avg_wait@b"), line
+    assert not (tmp_path / "out" / "results.csv").exists()
+    _scenario(tmp_path, "one.toml")
+    assert main(["experiment", str(_spec(tmp_path, "one.toml", "avg_wait@a")), "--workers", "1", "--quiet",
+                 "--out", str(tmp_path / "out2")]) == 2
+    assert "valid: none: no instance has tenants" in _one_line(capsys)
+
+
+def test_a_tenant_metric_for_a_tenant_of_the_trace_alone_is_accepted(tmp_path: Path) -> None:
+    """A trace's own tenant column (no quotas, no tenant_mix) counts: the workload is read to find it."""
+    (tmp_path / "jobs.csv").write_text("job_id,submit,duration,gpus,tenant\n0,0,60,1,vc1\n1,5,60,1,vc2\n2,9,60,1,\n")
+    (tmp_path / "trace.toml").write_text(
+        'name = "trace"\nseed = 1\n[[cluster]]\nname = "c0"\nnodes = [{ count = 1, gpus = 4, gpu_type = "V100" }]\n'
+        '[workload]\nsource = "csv"\npath = "jobs.csv"\n[scheduler]\npolicy = "fifo"\n')
+    for metric in ("avg_wait@vc2", "avg_wait@(no tenant)"):
+        spec = load_spec(_spec(tmp_path, "trace.toml", metric))
+        check_tenant_metric(spec, plan(spec))  # no error
+    spec = load_spec(_spec(tmp_path, "trace.toml", "avg_wait@vc3"))
+    with pytest.raises(InputError, match=r"valid: avg_wait@\(no tenant\), avg_wait@vc1, avg_wait@vc2"):
+        check_tenant_metric(spec, plan(spec))
