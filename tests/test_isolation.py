@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import simsched
+from simsched.core.arguments import parse_memory
 from simsched.runs import compare
-from simsched.runs.isolated import AVAILABLE, Limits, RunFailed, parse_memory, run_watched
+from simsched.runs.isolated import AVAILABLE, Limits, RunFailed, run_watched
 
 CLASS = Path(__file__).parent / "data" / "class37"
 BAD = ["some_seeds", "loop", "retry", "no_alarm", "no_timer", "exits", "segfault", "sysexit", "hog"]

@@ -10,13 +10,14 @@ import argparse
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from simsched.core import arguments
 from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
 from simsched.present.plots import require
-from simsched.runs.isolated import parse_memory
 
 
 def program() -> str:
@@ -54,19 +55,31 @@ def positive_float(text: str) -> float:
 
 
 def memory_size(text: str) -> int:
-    """``--run-memory``: 512M, 2G, 1.5G or bytes (simsched.runs.isolated.parse_memory)."""
+    """``--run-memory``: 512M, 2G, 1.5G or bytes (simsched.core.arguments.parse_memory, which the API's
+    ``run_memory`` goes through too)."""
     try:
-        return parse_memory(text)
+        return arguments.parse_memory(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _timeout(maximum: float) -> Callable[[str], float]:
+    """``--decide-timeout`` / ``--run-timeout``: the range of the API's ``decide_timeout`` and
+    ``run_timeout`` (simsched.core.arguments.seconds), written with ASCII digits."""
+    def parse(text: str) -> float:
+        if not _FLOAT.fullmatch(text.strip()) or not arguments.timeout_ok(float(text), maximum):
+            raise argparse.ArgumentTypeError(f"must be {arguments.timeout_range(maximum)}, got {text!r}")
+        return float(text)
+
+    return parse
+
+
 def add_limit_flags(p: argparse.ArgumentParser, *, decide_default: str = "off") -> None:
     """The limits a user policy's run gets, enforced by the parent process (simsched.runs.isolated)."""
-    p.add_argument("--decide-timeout", type=positive_float, metavar="S",
+    p.add_argument("--decide-timeout", type=_timeout(arguments.MAX_DECIDE_TIMEOUT_S), metavar="S",
                    help=f"stop a user policy's call (decide(), __init__, import) that runs longer than S seconds "
                         f"(a failed run); default {decide_default}")
-    p.add_argument("--run-timeout", type=positive_float, metavar="S",
+    p.add_argument("--run-timeout", type=_timeout(math.inf), metavar="S",
                    help="stop a user policy's run that takes longer than S seconds of wall time (default off)")
     p.add_argument("--run-memory", type=memory_size, metavar="SIZE",
                    help="memory a user policy's run may allocate, e.g. 512M or 2G (default: half this "

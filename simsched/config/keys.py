@@ -292,7 +292,8 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
     "objective": (
         Key("kind", str, "Eq. 5 (weighted queueing times and utilisation) or Eq. 16 "
             "(w AvgJCT + (1 - w) MaxQT).", "eq5", choices=OBJECTIVE_KINDS, example='"eq16"'),
-        Key("weights", list, "Eq. 5's [w1, w2, w3] >= 0: w1 C_q,avg + w2 C_q,max + w3 (1 - utilisation).",
+        Key("weights", list, "Eq. 5's [w1, w2, w3] >= 0 (sum at most 1e100): w1 C_q,avg + w2 C_q,max + "
+            "w3 (1 - utilisation).",
             [1.0, 1.0, 1.0], type_text="[w1, w2, w3]", requires='kind = "eq5"', example="[1.0, 2.0, 0.0]"),
         Key("w", float, "Eq. 16's weight in [0, 1].", 0.5, min_value=0.0, max_value=1.0, requires='kind = "eq16"',
             example="0.3"),

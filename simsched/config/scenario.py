@@ -273,8 +273,10 @@ def _objective(p: Params) -> ObjectiveSpec:
             raise p.error("w", 'is only used with kind = "eq16"; Eq. 5 takes weights = [w1, w2, w3]')
         weights = p.get("weights")
         if len(weights) != 3 or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
-                                        and math.isfinite(w) and w >= 0 for w in weights):
-            raise p.error("weights", f"must be three finite numbers >= 0 [w1, w2, w3], got {weights!r}")
+                                        and math.isfinite(w) and w >= 0 for w in weights) \
+                or not sum(weights) <= limits.MAX_WEIGHT_SUM:  # each finite, and their products with times too
+            raise p.error("weights", f"must be three numbers >= 0 [w1, w2, w3] with a sum of at most "
+                                     f"{limits.MAX_WEIGHT_SUM:g}, got {weights!r}")
         p.finish()
         return ObjectiveSpec("eq5", tuple(float(w) for w in weights))
     if p.has("weights"):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,13 @@ from simsched.core.errors import InputError
 #: the longest --decide-timeout accepted (s): a week per decide() call is "no limit"; far larger
 #: values overflow the operating system's timer (setitimer)
 MAX_DECIDE_TIMEOUT_S = 7 * 86_400.0
+#: the shortest --decide-timeout / --run-timeout accepted (s): the operating system's timers (setitimer)
+#: count whole microseconds, and a value that rounds to 0 there means "no timer"
+MIN_TIMEOUT_S = 1e-6
+#: --run-memory's range (bytes): a simulation needs room to start; 1024T is beyond any machine
+MIN_MEMORY = 64 << 20
+MAX_MEMORY = 1 << 50
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]?)(?:i?[bB])?\s*")
 
 
 def whole(value: Any, name: str, caller: str, *, minimum: int = 1) -> int:
@@ -41,14 +49,58 @@ def optional_whole(value: Any, name: str, caller: str, *, minimum: int = 1) -> i
     return None if value is None else whole(value, name, caller, minimum=minimum)
 
 
-def seconds(value: Any, name: str, caller: str, *, maximum: float) -> float:
-    """A finite number of seconds > 0 and <= ``maximum`` (no bool, no text)."""
+def timeout_range(maximum: float) -> str:
+    """What a timeout may be, for the one-line errors of the flags and the API alike."""
+    top = f" to {maximum:g}" + (" (a week)" if maximum == MAX_DECIDE_TIMEOUT_S else "") if math.isfinite(maximum) \
+        else " or more"
+    return (f"a number of seconds from {MIN_TIMEOUT_S:g} (the timers count microseconds){top}; "
+            "leave it off for no limit")
+
+
+def timeout_ok(value: Any, maximum: float) -> bool:
+    """``value`` is a number of seconds (no bool, no text) in [MIN_TIMEOUT_S, ``maximum``], finite."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InputError(f"{caller}: {name} must be a number of seconds > 0, got {value!r}")
+        return False
     number = float(value)
-    if not (math.isfinite(number) and 0 < number <= maximum):
-        raise InputError(f"{caller}: {name} must be a number of seconds > 0 and <= {maximum:g}, got {value!r}")
-    return number
+    return math.isfinite(number) and MIN_TIMEOUT_S <= number <= maximum
+
+
+def seconds(value: Any, name: str, caller: str, *, maximum: float) -> float:
+    """A timeout (``decide_timeout``, ``run_timeout``): a finite number of seconds from
+    :data:`MIN_TIMEOUT_S` to ``maximum`` (numpy's numbers too; no bool, no text). The command line's
+    ``--decide-timeout`` and ``--run-timeout`` take the same range (simsched.cli.args)."""
+    if not timeout_ok(value, maximum):
+        raise InputError(f"{caller}: {name} must be {timeout_range(maximum)}, got {value!r}")
+    return float(value)
+
+
+def parse_memory(text: str) -> int:
+    """``512M``, ``2G``, ``1.5G``, ``800000000`` -> bytes (binary units); ValueError with the reason."""
+    match = _SIZE.fullmatch(str(text))
+    if not match:
+        raise ValueError(f"must be a size such as 512M, 2G or 1.5G (bytes without a unit), got {text!r}")
+    return _memory_in_range(float(match.group(1)) * 1024 ** " KMGT".index(match.group(2).upper() or " "), text)
+
+
+def _memory_in_range(value: float, shown: Any) -> int:
+    if not value >= MIN_MEMORY:
+        raise ValueError(f"must be at least 64M (a simulation needs room to start), got {shown!r}")
+    if value > MAX_MEMORY:
+        raise ValueError(f"must be at most 1024T, got {shown!r}")
+    return int(value)
+
+
+def memory(value: Any, name: str, caller: str) -> int:
+    """``run_memory``: bytes (any integer type) or a size such as ``"2G"``, from 64M to 1024T, as
+    ``--run-memory`` takes (:func:`parse_memory`); one InputError line otherwise."""
+    try:
+        if isinstance(value, str):
+            return parse_memory(value)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"must be a number of bytes or a size such as '2G', got {value!r}")
+        return _memory_in_range(int(value), value)
+    except ValueError as exc:
+        raise InputError(f"{caller}: {name} {exc}") from None
 
 
 def flag(value: Any, name: str, caller: str) -> bool:

@@ -31,6 +31,9 @@ MAX_RUNS = 1e8
 #: the smallest value a strictly positive key accepts (loads, durations, speedups, rates ...): below it
 #: a value only produces divisions by zero or infinities (5e-324 > 0, yet 1 / (5e-324 * 0.5) fails)
 MIN_POSITIVE = 1e-9
+#: the largest sum of the objective's weights (Eq. 5): each weight is finite, but a weight of 1e308 times a
+#: queueing time (or the EA's sums of them over every job) is inf; 1e100 leaves 200 orders of magnitude
+MAX_WEIGHT_SUM = 1e100
 #: the largest offered load accepted (x fleet capacity); above it every job queues at once anyway
 MAX_LOAD = 1000.0
 

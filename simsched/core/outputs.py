@@ -132,10 +132,13 @@ def read_json_object(path: str | Path, what: str) -> dict:
     return data
 
 
-def read_csv_checked(path: str | Path, what: str, required: Sequence[str] = (), **options: Any) -> pd.DataFrame:
+def read_csv_checked(path: str | Path, what: str, required: Sequence[str] = (), *,
+                     numbers: Sequence[str] | Callable[[str], bool] = (), **options: Any) -> pd.DataFrame:
     """``pd.read_csv`` for a file simsched wrote and reads back: a missing, empty, binary or damaged
     file, or one without a ``required`` column, is one :class:`InputError` naming it, never a
-    pandas traceback or a KeyError later."""
+    pandas traceback or a KeyError later. ``numbers``: the columns that hold numbers (or a test of a
+    column's name); a cell there with text (``zero``, typed in a spreadsheet) is one line naming the
+    file, line and column, not a ValueError in a figure later."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
@@ -148,6 +151,13 @@ def read_csv_checked(path: str | Path, what: str, required: Sequence[str] = (), 
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: not {what}: missing column{'s' * (len(missing) > 1)} {', '.join(missing)}")
+    wanted = [c for c in frame.columns if (numbers(c) if callable(numbers) else c in numbers)]
+    kinds = {c: _FLOAT for c in wanted if not pd.api.types.is_numeric_dtype(frame[c])}
+    bad = _first_bad_cell(frame[list(kinds)].astype("string"), kinds) if kinds else None
+    if bad is not None:
+        row, column, value, kind = bad
+        raise InputError(f"{path}: line {row + 2}, column {column}: {value!r} is not {kind} ({what} holds "
+                         "numbers there; edited in a spreadsheet?)")
     return frame
 
 
@@ -178,6 +188,7 @@ def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
         raise InputError(f"{path}: empty file, not a simsched {kind or path.name} table; rerun the scenario "
                          "with --out to write it again") from None
     except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError) as exc:
+        _check_cells(path, kind or path.name, schema)  # a text in a number column: named with its line
         raise InputError(f"{path}: not a simsched {kind or path.name} table ({type(exc).__name__}: "
                          f"{' '.join(str(exc).split())[:120]})") from None
     missing = [c for c in schema if c not in frame.columns]
@@ -189,8 +200,48 @@ def read_table(path: str | Path, kind: str | None = None) -> pd.DataFrame:
         if column in text_columns:
             frame[column] = frame[column].astype("string")
         elif schema.get(column) == _FLOAT:
-            frame[column] = frame[column].astype("float64")
+            try:
+                frame[column] = frame[column].astype("float64")
+            except (ValueError, TypeError):
+                _check_cells(path, kind or path.name, schema)
+                raise
     return frame
+
+
+def _check_cells(path: Path, kind: str, schema: dict[str, str]) -> None:
+    """Raise one InputError line naming the file, line and column of the first cell of a number column
+    that holds no number (``zero`` typed in a spreadsheet), found by reading the file again as text
+    (only after the typed read failed: a good table is read once). Returns when there is none."""
+    try:
+        text = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (UnicodeDecodeError, pd.errors.ParserError, ValueError, TypeError, pd.errors.EmptyDataError):
+        return
+    bad = _first_bad_cell(text, {c: k for c, k in schema.items() if k != _STR and c in text.columns})
+    if bad is not None:
+        row, column, value, what = bad
+        raise InputError(f"{path}: line {row + 2}, column {column}: {value!r} is not {what} (a simsched {kind} "
+                         "table holds numbers there; edited in a spreadsheet? rerun the scenario with --out to "
+                         "write it again)")
+
+
+def _first_bad_cell(text: pd.DataFrame, kinds: dict[str, str]) -> tuple[int, str, str, str] | None:
+    """The first row (then column) of ``text`` (cells as strings; NA or "" = empty) whose cell in a
+    column of ``kinds`` is not an integer (``int64``; never empty) or a number (``float64``: a number,
+    nan, inf, or empty): (row, column, value, "an integer" or "a number"), or None."""
+    first: tuple[int, str, str, str] | None = None
+    for column, kind_of in kinds.items():
+        cells = text[column].astype("string").str.strip()
+        if kind_of == _INT:
+            bad = ~cells.fillna("").str.fullmatch(r"[+-]?[0-9]+")
+        else:
+            given = cells.notna() & (cells != "")
+            bad = given & pd.to_numeric(cells.where(given), errors="coerce").isna() & \
+                ~cells.str.lower().isin(("nan", "+nan", "-nan"))
+        rows = bad.fillna(False).to_numpy(bool).nonzero()[0]
+        if len(rows) and (first is None or rows[0] < first[0]):
+            first = (int(rows[0]), column, str(text[column].iloc[rows[0]]),
+                     "an integer" if kind_of == _INT else "a number")
+    return first
 
 
 #: file formats of a run's tables (``--format``): CSV (default) or Parquet (the ``parquet`` extra, pyarrow)
@@ -261,7 +312,12 @@ def _read_parquet(path: Path, kind: str, schema: dict[str, str]) -> pd.DataFrame
         if kind_of == _STR:
             frame[column] = frame[column].astype("string").fillna("")
         elif kind_of is not None:
-            frame[column] = frame[column].astype(kind_of)
+            try:
+                frame[column] = frame[column].astype(kind_of)
+            except (ValueError, TypeError) as exc:  # a text (or NA in an integer) column written by another tool
+                raise InputError(f"{path}: column {column}: not {'integers' if kind_of == _INT else 'numbers'} "
+                                 f"({' '.join(str(exc).split())[:80]}); a simsched {kind} table holds them "
+                                 "there") from None
     return frame
 
 

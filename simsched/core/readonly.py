@@ -170,10 +170,3 @@ class ReadOnlyPolicy:
                 self._fleet = fleet
         return self.policy.decide(ReadOnlyView(view, self._proxy, self._fleet))
 
-
-def guard(policy: Any) -> Any:
-    """``policy`` behind read-only views unless it is simsched's own code (trusted, and fast;
-    a loaded user policy, ``simsched.policies.user.UserPolicy``, already decides on them)."""
-    if isinstance(policy, ReadOnlyPolicy) or type(policy).__module__.split(".")[0] == "simsched":
-        return policy
-    return ReadOnlyPolicy(policy)

@@ -273,6 +273,56 @@ def load_user_policy(ref: str, base_dir: Path, options: dict[str, Any], file: st
     return UserPolicy(scheduler, name, path)
 
 
+# -- a policy given to the Python API as an object or a class (a notebook cell's) -------------------
+def class_file(cls: type) -> Path | None:
+    """The file a class was defined in (a script, a module), None for a notebook cell's class."""
+    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return Path(source) if source else None
+
+
+def is_own_code(policy: Any) -> bool:
+    """simsched's own scheduler (trusted: the GP, EVO-GP and RL policies the learners pass in)."""
+    cls = policy if isinstance(policy, type) else type(policy)
+    return cls.__module__.split(".")[0] == "simsched"
+
+
+def check_constructible(cls: type, caller: str) -> None:
+    """A policy class given to the API is made with no arguments: one that needs some is one line
+    saying to pass an object instead (before any run; the class itself is not called here)."""
+    try:
+        inspect.signature(cls).bind()
+    except TypeError as exc:
+        raise InputError(f"{caller}: scheduler: the class {cls.__qualname__} cannot be made without arguments "
+                         f"({exc}); pass an object made with them, e.g. scheduler={cls.__qualname__}(...)") from None
+    except ValueError:  # no signature to read (a class implemented in C): its call says it
+        pass
+
+
+def make_policy(cls: type) -> Any:
+    """``cls()`` for a policy class given to the API: its ``__init__`` is user code, so what it raises
+    is one :class:`PolicyError` line naming the class (and its file:line when it has a file), as a
+    file policy's ``__init__`` is (:func:`load_user_policy`)."""
+    path = class_file(cls)
+    watch.enter(watch.INIT)
+    try:
+        return cls()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _raised_in_init(exc, cls.__qualname__, path) from exc
+    finally:
+        watch.leave()
+
+
+def wrap_policy(policy: Any) -> Any:
+    """A scheduler object given to the API, behind the checks a file policy gets (:class:`UserPolicy`:
+    ``decide`` must return a :class:`Decision` of plain ``str`` job ids, and what it raises is one line);
+    simsched's own schedulers and an already wrapped one are returned as they are."""
+    if isinstance(policy, (UserPolicy, ReadOnlyPolicy)) or is_own_code(policy):
+        return policy
+    return UserPolicy(policy, type(policy).__qualname__, class_file(type(policy)))
+
+
 def _raised_in_init(exc: BaseException, name: str, path: Path | None) -> PolicyError:
     line = _where(exc, path)
     where = f"{path}:{line}" if path is not None and line is not None else str(path or name)

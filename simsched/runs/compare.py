@@ -70,6 +70,7 @@ from simsched.core.metrics import (
     flat_metrics,
 )
 from simsched.core.outputs import write_frame
+from simsched.core.params import check_name
 from simsched.core.seeding import stream
 from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
@@ -346,8 +347,12 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     own_rank_by = table.get("rank_by", str, "avg_jct", choices=RANKABLE + tuple(METRIC_ALIASES))
     options = table.sub("options").rest()
     for name, value in options.items():
+        # a label names a column of every table and a file under jobs/ and plots/: printable text only
+        check_name(name, lambda message: table.error("options", f"label {message}"))
         if not isinstance(value, dict):
             raise table.error(f"options.{name}", f"must be a table of [scheduler] options, got {value!r}")
+    for name in own_schedulers:
+        check_name(name, lambda message: table.error("schedulers", message))
     table.finish()
     for instance in instances[1:]:
         load_scenario(instance)
@@ -366,10 +371,20 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     for instance in instances:  # a bad --set key or value fails before any run
         _with_settings(load_scenario(instance), dict(settings or {}))
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
+    for name in chosen:  # --schedulers, or simsched.compare(schedulers=...)
+        check_name(name, lambda message: InputError(f"{path}: compare: scheduler {message}"))
     if not chosen:
         raise InputError(f"{path}: compare: no schedulers to compare")
     if len(set(chosen)) != len(chosen):
         raise InputError(f"{path}: compare: a scheduler is listed twice: {', '.join(chosen)}")
+    for key, value in (scheduler_keys or {}).items():  # --backfill/--no-backfill, --placement, --heterogeneous
+        setters = [name for name in chosen if key in options.get(name, {})]
+        if setters:
+            flag = f"--{'no-' if value is False else ''}{key}" + ("" if isinstance(value, bool) else f" {value}")
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            raise InputError(f"{path}: compare: {flag} would run every scheduler with {key} = {shown}, but "
+                             f"[compare.options.{setters[0]}] sets {key} (the table would show one setting under "
+                             f"its label); drop the flag, or set {key} in the label's table")
     resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path, options)
     rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'

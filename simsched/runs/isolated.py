@@ -95,22 +95,6 @@ def default_memory(workers: int = 1) -> int:
     return max(MIN_DEFAULT_MEMORY, physical_memory() // (2 * max(1, workers)))
 
 
-_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]?)(?:i?[bB])?\s*")
-
-
-def parse_memory(text: str) -> int:
-    """``512M``, ``2G``, ``1.5G``, ``800000000`` -> bytes (binary units); ValueError with the reason."""
-    match = _SIZE.fullmatch(str(text))
-    if not match:
-        raise ValueError(f"must be a size such as 512M, 2G or 1.5G (bytes without a unit), got {text!r}")
-    value = float(match.group(1)) * 1024 ** " KMGT".index(match.group(2).upper() or " ")
-    if not value >= 64 << 20:
-        raise ValueError(f"must be at least 64M (a simulation needs room to start), got {text!r}")
-    if value > 1 << 50:
-        raise ValueError(f"must be at most 1024T, got {text!r}")
-    return int(value)
-
-
 def _virtual_size() -> int:
     try:
         with open("/proc/self/statm") as fh:
@@ -287,7 +271,6 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                     gc.unfreeze()
         sender.close()
         started = time.monotonic()
-        seen, since = -1.0, started
         while True:
             ready = wait([receiver, child.sentinel], timeout=TICK_S)
             if receiver in ready:
@@ -317,11 +300,10 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                 _kill(child)
                 raise RunFailed(f"{prefix}{who}: the run took longer than --run-timeout {limits.run_timeout_s:g} s and was "
                                 f"stopped ({_where(board)})")
-            entered = board[watch.ENTERED]
-            if entered != seen:
-                seen, since = entered, now
-            elif (limits.decide_timeout_s is not None and board[watch.LEFT] < entered
-                  and now - since > limits.decide_timeout_s):
+            # a call still in progress (entered, not left) that started longer ago than the limit; the
+            # start is the child's, so calls back to back are each timed (never two ticks of one count)
+            if (limits.decide_timeout_s is not None and board[watch.LEFT] < board[watch.ENTERED]
+                    and now - board[watch.STARTED] > limits.decide_timeout_s):
                 phase = watch.PHASES.get(int(board[watch.PHASE]), "the policy's code")
                 line = _stopped_at(child, stacks, file)
                 _kill(child)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sys
 import time
@@ -33,16 +34,22 @@ from simsched.core.feasibility import InfeasibleReport, infeasible_report
 from simsched.core.jobstore import JobStore
 from simsched.core.metrics import jobs_frame, migrations, summarize
 from simsched.core.model import MILLI, Fleet
-from simsched.core.readonly import ReadOnlyPolicy, guard
+from simsched.core.readonly import ReadOnlyPolicy
 from simsched.core.seeding import stream
 from simsched.core.tenancy import Tenancy
 from simsched.core.version import __version__
 from simsched.policies.placement import PLACEMENTS
 from simsched.policies.quota import QuotaScheduler
-from simsched.policies.user import UserPolicy
+from simsched.policies.user import (
+    UserPolicy,
+    check_constructible,
+    is_own_code,
+    make_policy,
+    wrap_policy,
+)
 from simsched.runs import display
 from simsched.runs.isolated import AVAILABLE as ISOLATION
-from simsched.runs.isolated import Limits, parse_memory, run_watched
+from simsched.runs.isolated import Limits, run_watched
 from simsched.workloads import load_jobs, untyped_warning
 from simsched.workloads.table import to_job_specs
 
@@ -273,6 +280,8 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
     limit = jobs_limit if jobs_limit is not None else jobs
     seed = arguments.optional_whole(seed, "seed", "simsched.run", minimum=0)
     check_scheduler_argument(scheduler, "simsched.run")
+    if isinstance(scheduler, type) and not is_own_code(scheduler):
+        check_constructible(scheduler, "simsched.run")
     if progress is not None and not callable(progress):
         raise InputError(f"simsched.run: progress must be a function of one argument, got {progress!r}")
     scenario = scenario_of(scenario, "simsched.run")
@@ -285,7 +294,7 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
     limits = limits_of(decide_timeout, run_timeout, run_memory, "simsched.run")
     if ISOLATION and is_user_code(scenario, scheduler):
         def target(send: Callable[[Progress], None] | None = None) -> RunResult:
-            made = scheduler() if isinstance(scheduler, type) else scheduler  # its __init__ is user code too
+            made = make_policy(scheduler) if isinstance(scheduler, type) else scheduler  # __init__: user code too
             return simulation(scenario, seed=seed, jobs=limit, scheduler=made).run(send)
 
         who = f"{user_code_label(scenario, scheduler)} (seed {scenario.seed if seed is None else seed})"
@@ -293,7 +302,7 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
                              file=user_code_file(scenario, scheduler))
     else:
         if isinstance(scheduler, type):
-            scheduler = scheduler()
+            scheduler = scheduler() if is_own_code(scheduler) else make_policy(scheduler)
             check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
         result = simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
     for text in result.summary.get("warnings", ()):  # the CLI prints them; the API warns (SimschedWarning)
@@ -315,22 +324,13 @@ def check_scheduler_argument(scheduler: object, caller: str) -> None:
 
 
 def limits_of(decide_timeout: Any, run_timeout: Any, run_memory: Any, caller: str) -> Limits:
-    """The limits of a user policy's run, checked (one InputError line for a bad value)."""
-    for name, value in (("decide_timeout", decide_timeout), ("run_timeout", run_timeout)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not (0 < value < float("inf"))):
-            raise InputError(f"{caller}: {name} must be a finite number of seconds > 0, got {value!r}")
-    memory = run_memory
-    if isinstance(run_memory, str):
-        try:
-            memory = parse_memory(run_memory)
-        except ValueError as exc:
-            raise InputError(f"{caller}: run_memory {exc}") from None
-    elif run_memory is not None and (isinstance(run_memory, bool) or not isinstance(run_memory, int)
-                                     or run_memory < 64 << 20):
-        raise InputError(f"{caller}: run_memory must be a number of bytes >= 64 MiB or a size such as '2G', "
-                         f"got {run_memory!r}")
-    return Limits(decide_timeout, run_timeout, memory)
+    """The limits of a user policy's run, checked with the command line's ranges (one InputError
+    line for a bad value; simsched.core.arguments, which the flags use too)."""
+    return Limits(
+        None if decide_timeout is None else arguments.seconds(decide_timeout, "decide_timeout", caller,
+                                                              maximum=arguments.MAX_DECIDE_TIMEOUT_S),
+        None if run_timeout is None else arguments.seconds(run_timeout, "run_timeout", caller, maximum=math.inf),
+        None if run_memory is None else arguments.memory(run_memory, "run_memory", caller))
 
 
 def is_user_code(scenario: Scenario, scheduler: Any) -> bool:
@@ -421,8 +421,8 @@ def simulation(scenario: Scenario | str | Path, *, seed: int | None = None,
                                                 "simsched.run(scheduler=...)")
         scheduler = None
     label = None if scheduler is None else scheduler_label(scheduler)
-    if scheduler is not None:
-        scheduler = guard(scheduler)  # read-only views unless it is simsched's own code
+    if scheduler is not None:  # a user's object gets a file policy's checks (read-only views, one-line errors)
+        scheduler = wrap_policy(scheduler)
     wall = time.perf_counter()
     fleet, table, skipped = prepare(scenario)
     specs = to_job_specs(table, fleet.largest_node)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -26,8 +28,10 @@ def generate_simple(params: Params, rng: np.random.Generator, fleet: Fleet) -> p
     if not sizes or min(sizes) < 1:
         raise params.error("gpus", f"must be a non-empty list of integers >= 1, got {sizes!r}")
     weights = params.get_list("gpu_weights", (int, float), [1.0] * len(sizes))
-    if len(weights) != len(sizes) or min(weights) < 0 or sum(weights) <= 0:
-        raise params.error("gpu_weights", "must give one non-negative weight per entry of gpus")
+    if len(weights) != len(sizes) or min(weights) < 0 or not 0 < sum(weights) < math.inf:
+        # each weight finite (get_list), and their sum too: [1e308, 1e308] sums to inf
+        raise params.error("gpu_weights", "must give one weight >= 0 per entry of gpus (not all 0, with a "
+                                          f"finite sum), got {weights!r}")
     mean_duration = params.get("mean_duration_s", float, 3600.0, min_value=1, max_value=MAX_SECONDS)
     load = params.get("load", float, 0.9, min_value=0, exclusive_min=True, max_value=limits.MAX_LOAD)
     params.finish()

@@ -21,9 +21,10 @@ def load_compare(folder: str | Path) -> dict[str, Any]:
     """compare_runs.csv, compare.csv (when there) and the per-job tables of ``--keep-jobs`` (``jobs/``)."""
     folder = Path(folder)
     runs = read_csv_checked(folder / "compare_runs.csv", "a compare_runs.csv table",
-                            ("instance", "seed", "scheduler"), dtype={"instance": str, "scheduler": str})
+                            ("instance", "seed", "scheduler"), dtype={"instance": str, "scheduler": str},
+                            numbers=lambda column: column not in ("instance", "scheduler"))  # seed, metrics, rank
     table = read_csv_checked(folder / "compare.csv", "a compare.csv table", ("metric", "scheduler", "mean"),
-                             dtype={"scheduler": str}) \
+                             dtype={"scheduler": str}, numbers=("mean", "std", "n")) \
         if (folder / "compare.csv").is_file() \
         else None
     jobs: dict[str, list[pd.DataFrame]] = {}

@@ -46,7 +46,7 @@ from simsched.core.metrics import (
     SUMMARY_METRICS,
     TENANT_WAIT,
 )
-from simsched.core.params import Params
+from simsched.core.params import Params, check_name
 
 INSTANCE_SETS = ("train", "validation", "test")
 RECORDS = ("decisions", "jobs")
@@ -291,6 +291,7 @@ def _schedulers(top: Params) -> tuple[SchedulerEntry, ...]:
             raise p.error("policy", f"unknown policy {policy!r}; valid: {', '.join(valid)}, "
                           "or 'my_policy.py:MyPolicy'")
         name = p.get("name", str, policy)
+        check_name(name, lambda message, p=p: p.error("name" if p.has("name") else "policy", message))  # a label
         options = p.rest(("name", "policy"))
         for key, value in options.items():
             if isinstance(value, dict):

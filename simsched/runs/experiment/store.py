@@ -46,7 +46,7 @@ import pandas as pd
 
 from simsched.core.atomic import named, open_own, replacing, subfolder
 from simsched.core.errors import InputError
-from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS
+from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS, TENANT_WAIT
 from simsched.core.outputs import read_csv_checked
 
 IDENTITY_COLUMNS = ("run_id", "scenario", "instance", "scheduler", "seed", "ea_stream", "scenario_hash", "wall_s")
@@ -333,7 +333,15 @@ def read_results(folder: str | Path) -> pd.DataFrame:
         raise InputError(f"{path}: not found (run the experiment first)")
 
     return read_csv_checked(path, "an experiment's results.csv", ("run_id", "scheduler"), dtype={
-        "run_id": str, "scenario": str, "instance": str, "scheduler": str, "scenario_hash": str})
+        "run_id": str, "scenario": str, "instance": str, "scheduler": str, "scenario_hash": str},
+        numbers=_holds_numbers)
+
+
+def _holds_numbers(column: str) -> bool:
+    """A results.csv column of numbers: seed, ea_stream, wall_s and every metric; not the run's identity
+    (run_id .. scenario_hash) nor a swept key (dotted, e.g. scheduler.placement: its values may be text)."""
+    return column not in ("run_id", "scenario", "instance", "scheduler", "scenario_hash") and \
+        ("." not in column or column.startswith(TENANT_WAIT))
 
 
 def read_decisions(folder: str | Path) -> pd.DataFrame:
@@ -343,7 +351,7 @@ def read_decisions(folder: str | Path) -> pd.DataFrame:
         return pd.DataFrame(columns=list(DECISION_COLUMNS))
 
     return read_csv_checked(path, "an experiment's decisions.csv", ("run_id", "scheduler"),
-                            dtype={"run_id": str, "scheduler": str})
+                            dtype={"run_id": str, "scheduler": str}, numbers=("queued", "seconds"))
 
 
 def read_jobs(folder: str | Path, results: pd.DataFrame, sweep_keys: Sequence[str]) -> pd.DataFrame:
