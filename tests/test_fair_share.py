@@ -553,6 +553,76 @@ def test_maxmin_allocation_is_feasible_and_its_minimum_is_optimal(a, cap, demand
         assert room <= 1e-6 or gain <= 1e-6, (t, room, left)
 
 
+def test_identical_tenants_share_their_class_equally():
+    """Tenants b, c, d are identical (1 GPU each of a type only they use well): a runs 1x on both
+    types, b-d 2x on fast and nothing on slow; 3 fast and 3 slow GPUs, demands 100. Merged, b-d
+    are one class (demand 300, level scale 3 E) and each holds a third of its GPUs. Unmerged, the
+    program over every tenant reaches the same levels. E_a = (3 + 3) / 4 = 1.5 and E_b = 2 * 3 / 4
+    = 1.5. b-d cannot use slow GPUs, so their level is at most 2 x 3 / 3 / 1.5 = 4/3, with every
+    fast GPU (one each); then a gets the 3 slow ones (level 3 / 1.5 = 2)."""
+    a = np.array([[1.0, 1.0], [2.0, 0.0], [2.0, 0.0], [2.0, 0.0]])
+    args = (a, np.array([3.0, 3.0]), np.array([100.0] * 4), np.ones(4))
+    x, levels = maxmin_allocation(*args)
+    np.testing.assert_allclose(x, [[0.0, 3.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]], atol=1e-9)
+    np.testing.assert_allclose(levels, [2.0, 4 / 3, 4 / 3, 4 / 3], rtol=1e-9)
+    _, unmerged = maxmin_allocation(*args, merge=False)
+    np.testing.assert_allclose(unmerged, levels, rtol=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(kinds=st.lists(st.tuples(st.sampled_from([(1.0, 0.5), (2.0, 1.0), (1.0, 0.0), (0.0, 1.0), (3.0, 0.25)]),
+                                st.integers(1, 8), st.integers(1, 3), st.booleans()),
+                      min_size=1, max_size=4),
+       copies=st.lists(st.integers(1, 4), min_size=4, max_size=4),
+       cap=st.lists(st.integers(1, 12), min_size=2, max_size=2))
+def test_merged_water_filling_equals_every_tenants_program(kinds, copies, cap):
+    """The water-filling over classes of identical tenants (maxmin_allocation's proof) against the
+    programs over every tenant: the same levels (to the solvers' round-off), the same total per
+    class and per group within capacity and demand, each member an equal share of its class, and
+    the same total normalised throughput (the last program's optimum)."""
+    rows = []
+    for c, ((fast, slow), demand, weight, halved) in enumerate(kinds):
+        rows += [(fast, slow, demand, weight, 0.5 if halved else 1.0)] * copies[c]
+    order = np.random.default_rng(len(rows)).permutation(len(rows))  # members not side by side
+    rows = [rows[i] for i in order]
+    a = np.array([r[:2] for r in rows])
+    demand = np.array([float(r[2]) for r in rows])
+    weights = np.array([float(r[3]) for r in rows])
+    served = np.array([[1.0, r[4]] for r in rows])
+    cap = np.array(cap, float)
+    x, levels = maxmin_allocation(a, cap, demand, weights, served)
+    x0, levels0 = maxmin_allocation(a, cap, demand, weights, served, merge=False)
+    np.testing.assert_allclose(levels, levels0, rtol=1e-5, atol=1e-6)
+    for xs in (x, x0):
+        assert (xs.sum(axis=0) <= cap + 1e-6).all() and ((served * xs).sum(axis=1) <= demand + 1e-6).all()
+    equal = a @ cap * weights / weights.sum()
+    np.testing.assert_allclose(((a * x).sum(axis=1) / np.where(equal > 0, equal, 1)).sum(),
+                               ((a * x0).sum(axis=1) / np.where(equal > 0, equal, 1)).sum(), rtol=1e-5, atol=1e-6)
+    same = np.column_stack((a, served, demand, weights))
+    for row in same:
+        members = x[(same == row).all(axis=1)]
+        assert (members == members[0]).all()
+
+
+def test_maxmin_allocation_memo_returns_what_it_would_compute():
+    """A remembered water-filling is the one the programs compute again (same inputs, same bytes),
+    for tenants and for classes; the memo keeps at most MEMO_SIZE of them."""
+    from simsched.policies import maxmin_hetero
+
+    memo: dict = {}
+    for a in (np.array([[2.0, 1.0], [1.0, 0.25]]), np.array([[2.0, 1.0], [2.0, 1.0], [1.0, 0.25]])):
+        args = (a, np.array([4.0, 4.0]), np.full(len(a), 5.0), np.ones(len(a)))
+        first = maxmin_allocation(*args, memo=memo)
+        again = maxmin_allocation(*args, memo=memo)
+        fresh = maxmin_allocation(*args)
+        for got in (first, again):
+            assert got[0].tobytes() == fresh[0].tobytes() and got[1].tobytes() == fresh[1].tobytes()
+    assert len(memo) == 2
+    for k in range(maxmin_hetero.MEMO_SIZE + 5):
+        maxmin_allocation(np.ones((1, 1)), np.array([1.0 + k]), np.array([100.0]), np.ones(1), memo=memo)
+    assert len(memo) == maxmin_hetero.MEMO_SIZE
+
+
 def test_maxmin_hetero_skipped_rounds_change_nothing(monkeypatch):
     """quiet_until lets the engine skip rounds that would decide nothing: the run is the same as
     with every round decided (its allocation is computed once per round either way)."""

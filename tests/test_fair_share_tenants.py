@@ -93,7 +93,9 @@ def _maxmin_events(jobs, backfill: bool, mode: str, reclaim: str, remember: bool
 def test_maxmin_hetero_skipping_failed_kinds_equals_trying_every_job(seed, backfill, quota, share_own):
     """maxmin-hetero skips a kind of job that already failed (for the rest of a tenant's turn within
     allocations, where a preemption may make room; for the rest of the pass for leftovers) and ends
-    a turn once each of the tenant's kinds failed: the same event log as trying every job."""
+    a turn once each of the tenant's kinds failed; in a leftovers pass without admission a kind that
+    failed fails for every tenant; a tenant holding nothing whose allocation covers none of its
+    jobs sits the within pass out: the same event log as trying every job of every tenant."""
     mode, reclaim = quota
     jobs = many_tenants(seed, 40, share_own)
     assert (_maxmin_events(jobs, backfill, mode, reclaim, True)

@@ -407,7 +407,7 @@ class DrfScheduler(FairShareBase):
             heap.append((dominant_share(held[tenant], entitled[tenant]), jobs[0].submit, jobs[0].index,
                          tenant_order(tenant), tenant, 0))
         heapq.heapify(heap)
-        plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))
+        plan_clusters(self.allocation, view, queue)
         groups = view.fleet.groups
         node_cluster = view.fleet.node_cluster
         admission = getattr(view, "admission", None)

@@ -179,7 +179,7 @@ class FtfScheduler(FairShareBase):
         free = list(view.free)
         if not queue or not any(free):
             return EMPTY_DECISION
-        plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))  # (MCT: in submit order)
+        plan_clusters(self.allocation, view, queue)  # (MCT: in submit order)
         ordered = self._ordered(view, queue)
         groups = view.fleet.groups
         admission = getattr(view, "admission", None)

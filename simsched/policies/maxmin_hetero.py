@@ -31,7 +31,14 @@ constraints sum to 1, so at least one tenant is fixed per program, and the
 loop ends after at most N programs. A last program spends what is left
 (maximises the total normalised throughput with every tenant at its level).
 The result is exact max-min fairness, not only the minimum of Gavel's single
-program.
+program. Tenants identical in (a-row, s-row, D, w) (with a tenant per job:
+the jobs of one shape) are one class in the programs, each member holding an
+equal share of the class's GPUs (exact: the proof is in
+:func:`maxmin_allocation`), so the programs grow with the kinds of tenant,
+not their number. The programs go straight to scipy's HiGHS
+(simsched.policies.linear_program: linprog's very result, without its
+per-call Python), and a scheduler remembers its last 1,024 water-fillings by
+their inputs.
 
 **Rounds** (the periodic decisions ``las`` uses; ``interval_s``, default 360
 s, Gavel's 6-minute rounds). The allocation is computed once per round, at
@@ -66,8 +73,9 @@ go in submit order); Gavel's time shares become whole GPUs held until a job
 ends or is preempted (no space-sharing, no per-round lease of every job); the
 per-type throughput of a tenant (and s) is a GPU-weighted mean of its jobs'; a
 fractional allocation is met with whole jobs (step 1 starts a job only
-within it; step 2 hands out the rest). The solver is
-scipy (``pip install simsched[test]``), imported when the policy is built.
+within it; step 2 hands out the rest); identical tenants split their class's
+GPUs equally (when one GPU is shared by several, step 2 hands it out). The
+solver is scipy (``pip install simsched[test]``), imported when the policy is built.
 """
 
 from __future__ import annotations
@@ -82,6 +90,7 @@ from simsched.core.errors import InputError
 from simsched.core.extras import install_hint
 from simsched.core.model import MILLI
 from simsched.policies.allocation import Allocation
+from simsched.policies.linear_program import solve
 from simsched.policies.placement import Placement, trial
 from simsched.policies.queue import _over_quota
 from simsched.policies.registry import common_builder, register
@@ -103,6 +112,8 @@ _TOL = 1e-9
 #: above what the next can keep; 1e-9 is tried first (the allocations every golden rests on), and a
 #: program infeasible by that round-off only is solved again with the next slack
 _SLACKS = (1e-9, 1e-7, 1e-5)
+#: water-fillings a scheduler remembers by their inputs (maxmin_allocation's memo)
+MEMO_SIZE = 1024
 
 
 def _linprog():
@@ -115,18 +126,98 @@ def _linprog():
 
 
 def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.ndarray,
-                      weights: np.ndarray, served: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      weights: np.ndarray, served: np.ndarray | None = None, *,
+                      merge: bool = True, memo: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The max-min fair allocation (module docstring): ``throughput`` a[t, r] (tenants x groups),
     ``capacity`` C_r, ``demand`` D_t (requested GPUs), ``weights`` w_t and ``served`` s[t, r], the
     requested GPUs one GPU of r serves (1 without memory scaling; default all 1). Returns x[t, r]
-    (GPUs held) and each tenant's normalised throughput level."""
-    linprog = _linprog()
+    (GPUs held) and each tenant's normalised throughput level.
+
+    **Identical tenants are one class** (``merge``; False solves the program of every tenant, the
+    reference). Tenants with the same a-row, s-row, D and w (a tenant per job: every job of a
+    shape) have the same level in the max-min fair allocation, so the water-filling runs over
+    classes, and each member of a class of k holds 1/k of the class's GPUs. Why that is exact:
+
+    1. *Equal levels.* The vector of levels u_t = Σ_r a[t, r] x[t, r] / E_t ranges over a convex
+       set U (a linear image of the polytope of feasible x). Its max-min fair point (the leximin
+       optimum, which the water-filling computes) is unique in U: if two points u != v were both
+       leximin-optimal, (u + v) / 2 is in U and leximin-better than both. Swapping the x-rows of two
+       identical tenants keeps x feasible (the same capacity, demand and bound rows) and swaps their
+       levels; so the swapped optimum is optimal too, hence the same point: their levels are equal.
+    2. *The class program.* A class c of k identical tenants (row a_c, s_c, D_c, level scale E_c)
+       becomes one entity with y_c[r] = Σ_{t in c} x[t, r], demand k D_c and level scale k E_c:
+       Σ_r a_c y_c / (k E_c) is the mean of its members' levels. Summing a feasible x over each
+       class gives a feasible y with that mean; splitting a feasible y equally (x = y / k) gives a
+       feasible x with every member at the class's level. With (1), every program of the
+       water-filling has the same optimum z over classes as over tenants (the tenants' optimum can
+       be averaged within each class, keeping feasibility, levels at or above z and the floors of
+       fixed tenants), and a class whose level constraint has a non-zero dual is at z in every
+       optimal solution, as a tenant is. The last program's objective Σ_t a_t x_t / E_t is
+       Σ_c a_c y_c / E_c. So the levels are the same (up to the solver's round-off: a different
+       program), and x is an optimal allocation: the equal split of each class's GPUs.
+
+    x itself is not unique when tenants are identical: the program over every tenant returns the
+    vertex HiGHS stops at (one member with whole GPUs, another with none), the class program the
+    equal split. Without identical tenants nothing is merged and the programs are the same as
+    ``merge=False``'s, to the bit.
+
+    ``memo`` (a dict the caller keeps) remembers water-fillings by their inputs (tenants, or classes
+    and their sizes), up to :data:`MEMO_SIZE`: the programs are deterministic, so a remembered
+    allocation is the one they would compute again."""
     a = np.asarray(throughput, dtype=float)
-    n, m = a.shape
+    n = a.shape[0]
     capacity = np.asarray(capacity, dtype=float)
     demand = np.asarray(demand, dtype=float)
     weights = np.asarray(weights, dtype=float)
+    served = np.ones_like(a) if served is None else np.asarray(served, dtype=float)
     equal = a @ capacity * weights / weights.sum()  # E_t
+    rows = np.column_stack((a, served, demand, weights))
+    if merge and n > 1:
+        width = rows.shape[1] * rows.itemsize
+        flat = rows.tobytes()
+        members: dict[bytes, list[int]] = {}  # a row's bytes -> its tenants
+        for t in range(n):
+            members.setdefault(flat[t * width:(t + 1) * width], []).append(t)
+        if len(members) < n:
+            classes = sorted(members)  # (one order for the same classes: the memo's key)
+            first = np.array([members[c][0] for c in classes])
+            k = np.array([len(members[c]) for c in classes], dtype=float)
+            key = ("classes", tuple(classes), k.tobytes(), capacity.tobytes())
+            found = None if memo is None else memo.get(key)
+            if found is None:
+                found = _water_fill(a[first], capacity, demand[first] * k, served[first], equal[first] * k,
+                                    equal[first])
+                _remember(memo, key, found)
+            y, class_levels = found
+            of = np.empty(n, dtype=np.intp)  # each tenant's class
+            for i, c in enumerate(classes):
+                of[members[c]] = i
+            return y[of] / k[of, None], class_levels[of]
+    key = ("tenants", rows.shape, rows.tobytes(), capacity.tobytes())
+    found = None if memo is None else memo.get(key)
+    if found is None:
+        found = _water_fill(a, capacity, demand, served, equal, equal)
+        _remember(memo, key, found)
+    return found
+
+
+def _remember(memo: dict | None, key: tuple, found: tuple[np.ndarray, np.ndarray]) -> None:
+    """Keep a water-filling (read-only arrays) in ``memo``, the oldest dropped beyond MEMO_SIZE."""
+    if memo is None:
+        return
+    for array in found:
+        array.flags.writeable = False
+    if len(memo) >= MEMO_SIZE:
+        del memo[next(iter(memo))]
+    memo[key] = found
+
+
+def _water_fill(a: np.ndarray, capacity: np.ndarray, demand: np.ndarray, served: np.ndarray,
+                equal: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The water-filling of :func:`maxmin_allocation` over entities (tenants, or classes of identical
+    tenants): level constraints Σ_r a x >= z ``equal``; the last program maximises Σ a x / ``scale``
+    (a class's member's E_t, ``equal`` being k E_t; ``scale`` is ``equal`` for tenants)."""
+    n, m = a.shape
     levels = np.full(n, np.nan)
     usable = equal > 0
     levels[~usable] = 0.0  # a tenant that can use nothing (or is entitled to nothing) gets nothing
@@ -135,7 +226,6 @@ def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.n
     cap_rows = np.zeros((m, n * m))
     for r in range(m):
         cap_rows[r, r::m] = 1.0
-    served = np.ones_like(a) if served is None else np.asarray(served, dtype=float)
     dem_rows = np.zeros((n, n * m))
     for t in range(n):
         dem_rows[t, t * m:(t + 1) * m] = served[t]
@@ -146,13 +236,13 @@ def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.n
         free_t = [t for t in range(n) if np.isnan(levels[t])]
         fixed_t = [t for t in range(n) if not np.isnan(levels[t]) and usable[t]]
         for slack in _SLACKS:
-            res = _level_program(linprog, a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, slack)
+            res = _level_program(a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, slack)
             if res.status != 2:  # infeasible only by round-off: the last level was a hair too high
                 break
         if res.status != 0:
             raise AssertionError(f"maxmin-hetero: the water-filling program failed: {res.message}")
         z = float(res.x[-1])
-        duals = res.ineqlin.marginals[:len(free_t)]
+        duals = res.marginals[:len(free_t)]
         blocked = [t for t, d in zip(free_t, duals) if d < -_TOL]
         for t in blocked or free_t:
             levels[t] = z
@@ -165,11 +255,10 @@ def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.n
             rows[i, t * m:(t + 1) * m] = -a[t]
         cost = np.zeros(n * m)
         for t in fixed_t:
-            cost[t * m:(t + 1) * m] = -a[t] / equal[t]
+            cost[t * m:(t + 1) * m] = -a[t] / scale[t]
         for slack in _SLACKS:
-            res = linprog(cost, A_ub=np.vstack((rows, shared)),
-                          b_ub=np.concatenate((-_floor(levels[fixed_t] * equal[fixed_t], slack), shared_b)),
-                          bounds=bounds, method="highs")
+            res = solve(cost, np.vstack((rows, shared)),
+                        np.concatenate((-_floor(levels[fixed_t] * equal[fixed_t], slack), shared_b)), bounds)
             if res.status == 0:
                 x = res.x
                 break
@@ -177,13 +266,39 @@ def maxmin_allocation(throughput: np.ndarray, capacity: np.ndarray, demand: np.n
     return x, levels
 
 
+def _may_start_within(room: float, jobs: list[JobView], kinds: list, least_need: dict) -> bool:
+    """Whether a tenant holding nothing, whose largest x[t, r] + tol is ``room``, might start one of
+    ``jobs`` within its allocation: False when every job's fewest GPUs over its options exceeds it
+    (then MaxMinHeteroScheduler._start's within test fails on every option: 0 + need > x + tol)."""
+    for job, kind in zip(jobs, kinds):
+        need = least_need.get(kind)
+        if need is None:  # (monotone in per_worker: at most option_gpus of every option)
+            need = least_need[kind] = min(o.per_worker for o in job.options) * job.workers / MILLI
+        if need <= room:
+            return True
+    return False
+
+
+def _nothing_fits(waiting: dict[str | None, list[JobView]], free: list[int]) -> bool:
+    """Whether no node has the free milli-GPUs of one worker of any queued job (then no placement
+    can start one: a placement puts each worker on one node with that much free)."""
+    most = max(free, default=0)
+    seen: set[int] = set()
+    for jobs in waiting.values():
+        for job in jobs:
+            if id(job.options) not in seen:
+                seen.add(id(job.options))
+                if any(option.per_worker <= most for option in job.options):
+                    return False
+    return True
+
 
 def _floor(throughput, slack: float):
     """A fixed tenant's throughput floor, ``slack`` (relative) below its level, against round-off."""
     return throughput * (1 - slack)
 
 
-def _level_program(linprog, a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, slack: float):
+def _level_program(a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, slack: float):
     """One water-filling program: maximise z with every free tenant at or above z x E_t and every
     fixed tenant at or above its level (``slack`` below it)."""
     n, m = a.shape
@@ -203,7 +318,7 @@ def _level_program(linprog, a, equal, levels, free_t, fixed_t, shared, shared_b,
     b_ub = np.concatenate((rhs, shared_b))
     cost = np.zeros(n * m + 1)
     cost[-1] = -1.0
-    return linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[*bounds, (0.0, None)], method="highs")
+    return solve(cost, a_ub, b_ub, [*bounds, (0.0, None)])
 
 
 class MaxMinHeteroScheduler(QuotaSource):
@@ -214,7 +329,8 @@ class MaxMinHeteroScheduler(QuotaSource):
     # tenant's quota is never chosen, and nothing is preempted for it
     supports_admission = True
     by_tenant = False
-    #: False: try every job, even of a kind that already failed (the reference, for tests)
+    #: False: try every job, even of a kind that already failed, and every tenant within allocations
+    #: (the reference, for tests)
     remember_failures = True
 
     def __init__(self, placement: Placement, allocation: Allocation, backfill: bool = True,
@@ -230,6 +346,7 @@ class MaxMinHeteroScheduler(QuotaSource):
         self._t_index: dict = {}
         self._stale = False  # the last decision used its round's allocation, not one of the jobs then
         self.programs = 0  # water-fillings solved (not cached), for tests and benchmarks
+        self._memo: dict = {}  # water-fillings by their inputs (maxmin_allocation)
 
     # -- the allocation ---------------------------------------------------------------
     @staticmethod
@@ -264,12 +381,14 @@ class MaxMinHeteroScheduler(QuotaSource):
                 served_sum[r] += gpus * served
             entry[2] += gpus
         tenants = sorted(stats, key=tenant_order)
-        a = np.array([np.array(stats[t][0]) / stats[t][2] if stats[t][2] > 0 else stats[t][0] for t in tenants])
-        served = np.array([np.array(stats[t][1]) / stats[t][2] if stats[t][2] > 0 else stats[t][1]
-                           for t in tenants])
+        demand = np.array([stats[t][2] for t in tenants])
+        a = np.array([stats[t][0] for t in tenants], dtype=float).reshape(len(tenants), m)
+        served = np.array([stats[t][1] for t in tenants], dtype=float).reshape(len(tenants), m)
+        held = demand > 0  # per tenant: the sums over its GPUs, divided by them (row by row, the same floats)
+        a[held] /= demand[held, None]
+        served[held] /= demand[held, None]
         capacity = group_gpus(view)
         cap = np.array([capacity[g] for g in groups])
-        demand = np.array([stats[t][2] for t in tenants])
         quotas = self.quotas(view)
         if has_quotas(view, quotas):
             ent = entitlements(view, quotas, tenants)
@@ -286,8 +405,8 @@ class MaxMinHeteroScheduler(QuotaSource):
             x, levels = cache[1], cache[2]
             self._stale = cache[0] != key
         else:
-            x, levels = maxmin_allocation(a, cap, demand, weights, served) if weights.sum() > 0 else (
-                np.zeros_like(a), np.zeros(len(tenants)))
+            x, levels = (maxmin_allocation(a, cap, demand, weights, served, memo=self._memo)
+                         if weights.sum() > 0 else (np.zeros_like(a), np.zeros(len(tenants))))
             self.programs += 1
             self._cache = (key, x, levels, round_k)
             self._stale = False
@@ -300,22 +419,26 @@ class MaxMinHeteroScheduler(QuotaSource):
         if not queue:
             self._acted = False
             return EMPTY_DECISION
-        plan_clusters(self.allocation, view, sorted(queue, key=lambda j: (j.submit, j.index)))
+        plan_clusters(self.allocation, view, queue)
         tenants, groups, x, levels, a, equal = self.targets(view)
         t_index = self._t_index = {t: i for i, t in enumerate(tenants)}
         g_index = {g: i for i, g in enumerate(groups)}
         fleet = view.fleet
         usage = np.zeros_like(x)
         running_on: dict[int, list[JobView]] = {}
+        touched: set[int] = set()  # tenants whose usage row is not all zero (held GPUs, starts)
         for job in view.running:
             r = g_index[fleet.node_cluster[job.running_nodes[0]], fleet.node_type[job.running_nodes[0]]]
-            usage[t_index[job.tenant], r] += held_gpus(job)
+            t = t_index[job.tenant]
+            usage[t, r] += held_gpus(job)
+            touched.add(t)
             running_on.setdefault(r, []).append(job)
         waiting: dict[str | None, list[JobView]] = {}
         for job in queue:
             waiting.setdefault(job.tenant, []).append(job)
         for jobs in waiting.values():
-            jobs.sort(key=lambda j: (j.submit, j.index))
+            if len(jobs) > 1:
+                jobs.sort(key=lambda j: (j.submit, j.index))
         free = list(view.free)
         starts: list[Start] = []
         preempts: list[str] = []
@@ -324,17 +447,32 @@ class MaxMinHeteroScheduler(QuotaSource):
         cluster_for = self.allocation.cluster_for
         remember = self.remember_failures
 
-        def level(t: int) -> float:  # normalised throughput now
-            return float(a[t] @ usage[t] / equal[t]) if equal[t] > 0 else math.inf
+        def level(t: int) -> float:  # normalised throughput now (0 with a row of zeros: a >= 0)
+            if equal[t] <= 0:
+                return math.inf
+            return float(a[t] @ usage[t] / equal[t]) if t in touched else 0.0
+
+        # within allocations, a tenant holding nothing starts a job only where x[t, r] + tol covers
+        # its GPUs (0 + need = need); a tenant none of whose kinds needs as few GPUs as its largest
+        # x[t, r] + tol fails every job there, with no effect (no placement tried): it sits that pass out
+        roomiest = (x + _TOL).max(axis=1) if x.shape[1] else np.full(len(x), -math.inf)
+        least_need: dict = {}
 
         # each queued job's kind (cluster, options, workers), per tenant in its jobs' order, and how
         # many kinds each tenant has
         kinds_of = {tenant: [(cluster_for(job, view), id(job.options), job.workers) for job in jobs]
                     for tenant, jobs in waiting.items()}
         every: dict[str | None, int] = {}  # per tenant: how many kinds its queued jobs are (0: no backfill)
+        kind_sets: dict[str | None, set] = {}
+        admission = getattr(view, "admission", None)
         for within in (True, False):
+            if not within and remember and _nothing_fits(waiting, free):
+                break  # (a leftover start takes free GPUs only: none is left that fits a worker)
             heap = []
             for tenant, jobs in waiting.items():
+                if (within and remember and t_index[tenant] not in touched
+                        and not _may_start_within(roomiest[t_index[tenant]], jobs, kinds_of[tenant], least_need)):
+                    continue
                 if started:
                     kept = [i for i, j in enumerate(jobs) if j.job_id not in started]
                     if len(kept) < len(jobs):
@@ -343,19 +481,23 @@ class MaxMinHeteroScheduler(QuotaSource):
                         kinds_of[tenant] = [kinds[i] for i in kept]
                 if jobs:
                     heap.append((level(t_index[tenant]), jobs[0].submit, jobs[0].index, t_index[tenant], 0))
-                    every[tenant] = len(set(kinds_of[tenant])) if self.backfill and remember else 0
+                    kind_sets[tenant] = set(kinds_of[tenant])
+                    every[tenant] = len(kind_sets[tenant]) if self.backfill and remember else 0
             heapq.heapify(heap)
             # kinds of job that did not start, per tenant: in the leftovers pass nothing is preempted
             # (free GPUs and quota rooms only shrink), so they fail again for the rest of the pass;
             # within allocations a preemption may make room, so only for the rest of the tenant's turn
             # (nothing changes until it starts a job, which ends its turn). Once all of a tenant's kinds
-            # failed, its turn ends (with backfill: its other jobs would fail too)
+            # failed, its turn ends (with backfill: its other jobs would fail too). Without admission
+            # (no quotas, or the wrapper's borrowing pass) a leftover start depends on the kind and the
+            # free GPUs alone, so a kind that failed fails for every tenant: one set for all
             failed_of: dict[int, set] = {}
+            shared = set() if not within and admission is None else None
             while heap:
                 _, _, _, t, position = heapq.heappop(heap)
                 tenant = tenants[t]
                 jobs, kinds = waiting[tenant], kinds_of[tenant]
-                failed = failed_of.get(t) if not within else None
+                failed = shared if shared is not None else failed_of.get(t) if not within else None
                 if failed is None:
                     failed = failed_of[t] = set()
                 all_kinds = every[tenant]
@@ -369,11 +511,13 @@ class MaxMinHeteroScheduler(QuotaSource):
                         start = self._start(job, t, view, within, x, usage, free, running_on, g_index, preempts)
                         if start is None and remember:
                             failed.add(kind)
-                            if len(failed) == all_kinds:
+                            if all_kinds and (len(failed) == all_kinds if shared is None
+                                              else len(failed) >= all_kinds and kind_sets[tenant] <= failed):
                                 break  # (every kind of its jobs fails: so do the rest)
                     if start is not None:
                         starts.append(start)
                         started.add(job.job_id)
+                        touched.add(t)
                         if position < len(jobs):
                             nxt = jobs[position]
                             heapq.heappush(heap, (level(t), nxt.submit, nxt.index, t, position))

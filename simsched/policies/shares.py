@@ -160,10 +160,11 @@ def has_quotas(view: SchedulerView, quotas) -> bool:
     return quotas is not None and any(quotas.limited(c) for c in range(len(view.fleet.cluster_names)))
 
 
-def plan_clusters(allocation, view: SchedulerView, ordered) -> None:
-    """Let a planning allocation (MCT) choose the queued jobs' clusters, in the policy's order."""
+def plan_clusters(allocation, view: SchedulerView, queue) -> None:
+    """Let a planning allocation (MCT) choose the queued jobs' clusters, in submit order (the queue
+    is sorted only for such an allocation: a static one has nothing to plan)."""
     if type(allocation).prepare is not Allocation.prepare:
-        allocation.prepare(view, list(ordered))
+        allocation.prepare(view, sorted(queue, key=lambda j: (j.submit, j.index)))
 
 
 def option_on(job: JobView, cluster: int, gpu_type: str) -> Option | None:
