@@ -47,3 +47,19 @@ def test_the_same_result_as_linprog(n, rows, data):
     bounds = data.draw(st.lists(st.sampled_from([(0.0, None), (0.0, 0.0), (0.0, 3.0), (None, None)]),
                                 min_size=n, max_size=n))
     _same(cost, a_ub, b_ub, bounds)
+
+
+def test_a_binding_that_changed_shape_falls_back_to_linprog(monkeypatch):
+    """scipy's HiGHS binding is private: should a later scipy change it (an attribute gone, a call's
+    arguments changed), the first call falls back to linprog for good, with linprog's result."""
+    import simsched.policies.linear_program as lp
+
+    class Moved:
+        def __getattr__(self, name):
+            raise AttributeError(name)
+
+    monkeypatch.setattr(lp, "_BINDING", [(Moved(), Moved(), None)])
+    cost, a_ub, b_ub = np.array([-1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 1.0]]), np.array([4.0, 6.0])
+    res = solve(cost, a_ub, b_ub, [(0.0, None), (0.0, None)])
+    assert res.status == 0 and np.allclose(res.x, [1.6, 1.2])
+    assert lp._BINDING == [None]

@@ -74,12 +74,20 @@ def solve(cost: np.ndarray, a_ub: np.ndarray, b_ub: np.ndarray, bounds: list[tup
     or None per variable): the result of ``linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds,
     method="highs")``; ``reference`` calls linprog."""
     binding = None if reference else _binding()
-    if binding is None:
-        from scipy.optimize import linprog  # optional heavy dependency
+    if binding is not None:
+        try:
+            return _solve_direct(binding, cost, a_ub, b_ub, bounds)
+        except (AttributeError, TypeError):  # scipy's private binding changed shape: linprog from now on
+            _BINDING[0] = None
+    from scipy.optimize import linprog  # optional heavy dependency
 
-        res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-        return Solution(int(res.status), res.message, None if res.x is None else np.asarray(res.x),
-                        res.ineqlin.marginals)
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    return Solution(int(res.status), res.message, None if res.x is None else np.asarray(res.x),
+                    res.ineqlin.marginals)
+
+
+def _solve_direct(binding, cost, a_ub, b_ub, bounds) -> Solution:
+    """:func:`solve` through scipy's HiGHS binding itself."""
     core, highs, status_message = binding
     cost = np.array(cost, dtype=float)
     a_ub = np.asarray(a_ub, dtype=float)
