@@ -21,8 +21,8 @@ Optional table in the scenario::
 
 Runs go to local processes (:class:`simsched.runs.parallel.TaskRunner`); each task carries only
 the scenario path and overrides, and results are put back in task order, so
-a parallel run equals a serial one. With one worker, each user policy's runs go first, back to back in one
-kept child process (:func:`run_order`, simsched.runs.isolated). :func:`run_compare` returns data frames;
+a parallel run equals a serial one. With one worker, each user policy's runs go after the built-ins', back to back
+in one kept child process (:func:`run_order`, simsched.runs.isolated). :func:`run_compare` returns data frames;
 their rendering (compare.md, the console's tables) is the report layer,
 :mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
 
@@ -367,9 +367,10 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
                 _build(*args)
                 continue
             check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
-            if check_policies:  # in the child the policy's runs will use (run_task_guarded's keep)
+            if check_policies:  # one child per policy for all instances, ended below
                 run_watched(_build, args, who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
                             limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy)
+    close_kept()  # this process goes on: a live child would make every page it writes a copy
 
 
 def _build(scheduler: Any, base_dir: Path, seed: int, file: str) -> None:
@@ -435,18 +436,18 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
 
 
 def run_order(tasks: Sequence[RunTask], todo: list[int]) -> list[int]:
-    """The order runs start in this process (``workers=1``): each user policy's runs back to back
-    (the policies in their first run's order), then the built-ins' runs, each group in task order.
-    (A pool keeps the task order: a policy's seeds side by side on two workers would race each
-    other on any file the policy writes.) A user policy's runs then
-    share one kept child (simsched.runs.isolated), forked once -- by compare_spec's check of it, for
-    the last policy checked -- and ended before the next policy's or the built-ins' runs, so this
-    process never runs while a child shares its memory. Results are put back in task order."""
+    """The order runs start in this process (``workers=1``): the built-ins' runs, then each user
+    policy's runs back to back (the policies in their first run's order), each group in task order.
+    A user policy's runs then share one kept child (simsched.runs.isolated), forked once, and no
+    run happens in this process while a child shares its memory. The built-ins go first so that an
+    interrupted comparison has kept what it could. (A pool keeps the task order: a policy's seeds
+    side by side on two workers would race each other on any file the policy writes.) Results
+    are put back in task order."""
     first: dict[str, int] = {}
 
     def group(index: int) -> int:
         policy = _task_policy(tasks[index])
-        return first.setdefault(policy, len(first)) if ISOLATION and user_policy(policy) else len(todo)
+        return 1 + first.setdefault(policy, len(first)) if ISOLATION and user_policy(policy) else 0
 
     return sorted(todo, key=group)
 
@@ -719,8 +720,6 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
         progress(CompareProgress(len(completed), len(tasks), running(), 0.0))
     try:
         try:
-            if executor != "local" or workers > 1:  # a policy's child kept from compare_spec's check: unused
-                close_kept()
             with TaskRunner(executor, workers, address) as runner:
                 sent, shipped = _for_ray(runner, [tasks[i] for i in todo]) if executor == "ray" \
                     else ([tasks[i] for i in todo], None)
