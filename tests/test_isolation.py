@@ -144,3 +144,86 @@ def test_a_child_that_prints_without_end_is_still_stopped_by_its_run_timeout(cap
     with pytest.raises(RunFailed, match="took longer than --run-timeout 1 s"):  # before the fix: no return
         run_watched(_prints_forever, (), who="printer.py:Policy (seed 1)", limits=Limits(run_timeout_s=1.0))
     assert "still here" in capsys.readouterr().out
+
+
+def _pid(*_: object) -> int:
+    return os.getpid()
+
+
+def _raises() -> None:
+    raise ValueError("a student's bug")
+
+
+def _exits() -> None:
+    os._exit(3)
+
+
+def _sleeps() -> None:
+    time.sleep(60)
+
+
+def _leaves_a_thread() -> int:
+    import threading
+
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+    return os.getpid()
+
+
+def _kept_here() -> int:
+    from simsched.runs import isolated
+
+    return len(isolated._kept)
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="watched runs need fork (not on Windows)")
+def test_a_kept_child_runs_one_students_runs_and_a_failed_run_ends_it_alone() -> None:
+    """``keep``: one child for a policy's runs, each held to its own limits; a run that fails (raises,
+    dies, times out, leaves a thread behind) is named alone and the next run gets a fresh child."""
+    from simsched.runs.isolated import close_kept
+
+    limits = Limits(run_timeout_s=5.0)
+    try:
+        first = run_watched(_pid, (1,), who="alice.py:P (seed 1)", limits=limits, keep="alice")
+        assert first != os.getpid()
+        assert run_watched(_pid, (2,), who="alice.py:P (seed 2)", limits=limits, keep="alice") == first
+        assert run_watched(_pid, (1,), who="bob.py:P (seed 1)", limits=limits, keep="bob") != first
+        assert run_watched(_kept_here, (), who="bob.py:P (seed 2)", limits=limits, keep="bob") == 0  # alice's is out of reach
+        with pytest.raises(ValueError, match="a student's bug"):
+            run_watched(_raises, (), who="alice.py:P (seed 3)", limits=limits, keep="alice")
+        second = run_watched(_pid, (4,), who="alice.py:P (seed 4)", limits=limits, keep="alice")
+        assert second not in (first, os.getpid())
+        with pytest.raises(RunFailed, match=r"alice.py:P \(seed 5\): the run's process ended with exit code 3"):
+            run_watched(_exits, (), who="alice.py:P (seed 5)", limits=limits, keep="alice")
+        with pytest.raises(RunFailed, match=r"alice.py:P \(seed 6\): the run took longer than --run-timeout 1 s"):
+            run_watched(_sleeps, (), who="alice.py:P (seed 6)", limits=Limits(run_timeout_s=1.0), keep="alice")
+        third = run_watched(_leaves_a_thread, (), who="alice.py:P (seed 7)", limits=limits, keep="alice")
+        assert run_watched(_pid, (8,), who="alice.py:P (seed 8)", limits=limits, keep="alice") not in (third, second)
+    finally:
+        close_kept()
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="watched runs need fork (not on Windows)")
+def test_a_compare_runs_each_students_seeds_in_one_child_and_equals_in_process(tmp_path: Path, monkeypatch) -> None:
+    """compare (workers=1): the policy's runs share one child (its load check has its own); a seed
+    whose run kills it is one failed row, the other seeds run (a fresh child after it) and equal
+    in-process runs."""
+    shutil.copy(CLASS / "class.toml", tmp_path / "class.toml")
+    policy = (CLASS / "some_seeds.py").read_text()  # good, but for seed 2, where it dies instead of raising
+    policy = policy.replace('raise ValueError("student bug on some seeds")', "os._exit(7)")
+    policy = policy.replace("    first = None\n", "    first = None\n\n    def __init__(self):\n"
+                            "        with open(os.environ['PIDS_FILE'], 'a') as fh:\n"
+                            "            fh.write(f'{os.getpid()}\\n')\n")
+    (tmp_path / "pids.py").write_text("import os\n" + policy)
+    monkeypatch.setenv("PIDS_FILE", str(tmp_path / "pids.txt"))
+    spec = compare.compare_spec(tmp_path / "class.toml", schedulers=["fifo", "pids.py:Policy"], seeds=3)
+    watched = compare.run_compare(spec, workers=1, keep_going=True)
+    pids = (tmp_path / "pids.txt").read_text().split()
+    assert len(pids) == 4 and pids[0] != pids[1] == pids[2] != pids[3]  # check | seeds 1, 2 | seed 3
+    assert str(os.getpid()) not in pids
+    assert [(f["seed"], f["scheduler"]) for f in watched.failed] == [(2, "pids.py:Policy")]
+    assert "(seed 2): the run's process ended with exit code 7" in watched.failed[0]["error"]
+    monkeypatch.setattr(compare, "ISOLATION", False)
+    rows = compare.run_task(compare.plan(spec)[5]), compare.run_task(compare.plan(spec)[1])
+    for row in rows:
+        mine = watched.runs.set_index(["seed", "scheduler"]).loc[(row["seed"], row["scheduler"])]
+        assert all(mine[k] == row[k] for k in ("avg_jct", "avg_wait", "makespan"))

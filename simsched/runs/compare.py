@@ -21,7 +21,8 @@ Optional table in the scenario::
 
 Runs go to local processes (:class:`simsched.runs.parallel.TaskRunner`); each task carries only
 the scenario path and overrides, and results are put back in task order, so
-a parallel run equals a serial one. :func:`run_compare` returns data frames;
+a parallel run equals a serial one. With one worker, each user policy's runs go after the built-ins', back to back
+in one kept child process (:func:`run_order`, simsched.runs.isolated). :func:`run_compare` returns data frames;
 their rendering (compare.md, the console's tables) is the report layer,
 :mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
 
@@ -75,7 +76,7 @@ from simsched.core.seeding import stream
 from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
-from simsched.runs.isolated import Limits, RunFailed, default_memory, run_watched
+from simsched.runs.isolated import Limits, RunFailed, close_kept, default_memory, run_watched
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
@@ -416,18 +417,20 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
         scenario = load_scenario(instance)
         for name in spec.schedulers:
             variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
-
-            def build(variant: Scenario = variant, name: str = name, instance: Path = instance) -> None:
-                build_scheduler(variant.scheduler, base_dir=instance.resolve().parent,
-                                rng_for=lambda n, s=variant.seed: stream(s, n), file=_source(spec.scenario, name))
-
+            args = (variant.scheduler, instance.resolve().parent, variant.seed, _source(spec.scenario, name))
             if not (ISOLATION and user_policy(variant.scheduler.policy)):
-                build()
+                _build(*args)
                 continue
             check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
-            if check_policies:
-                run_watched(build, (), who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
-                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S))
+            if check_policies:  # one child per policy for all instances, ended below
+                run_watched(_build, args, who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
+                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy)
+    close_kept()  # this process goes on: a live child would make every page it writes a copy
+
+
+def _build(scheduler: Any, base_dir: Path, seed: int, file: str) -> None:
+    """Build a scheduler once, to check it (its options, a policy file's import and ``__init__``)."""
+    build_scheduler(scheduler, base_dir=base_dir, rng_for=lambda n: stream(seed, n), file=file)
 
 
 def _source(path: Path, name: str) -> str:
@@ -485,6 +488,23 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
                         ready[name] = None
                 tasks.append(replace(task, resolved=ready[name]))
     return tasks
+
+
+def run_order(tasks: Sequence[RunTask], todo: list[int]) -> list[int]:
+    """The order runs start in this process (``workers=1``): the built-ins' runs, then each user
+    policy's runs back to back (the policies in their first run's order), each group in task order.
+    A user policy's runs then share one kept child (simsched.runs.isolated), forked once, and no
+    run happens in this process while a child shares its memory. The built-ins go first so that an
+    interrupted comparison has kept what it could. (A pool keeps the task order: a policy's seeds
+    side by side on two workers would race each other on any file the policy writes.) Results
+    are put back in task order."""
+    first: dict[str, int] = {}
+
+    def group(index: int) -> int:
+        policy = _task_policy(tasks[index])
+        return 1 + first.setdefault(policy, len(first)) if ISOLATION and user_policy(policy) else 0
+
+    return sorted(todo, key=group)
 
 
 def workload_files(scenario: Scenario) -> list[Path]:
@@ -576,12 +596,14 @@ def _task_policy(task: RunTask) -> Any:
 
 
 def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None,
-                     shipped: Any = None, limits: Limits | None = None) -> dict[str, Any]:
+                     shipped: Any = None, limits: Limits | None = None, reuse: bool = False) -> dict[str, Any]:
     """:func:`run_task` with the grading guards. A user policy's run happens in a child process
     under ``limits`` that this process enforces (simsched.runs.isolated; ``decide_timeout`` when no
     ``limits`` are given); a built-in's runs here, a decide() longer than ``decide_timeout`` seconds
     stopped by SIGALRM. With ``keep_going`` a run that fails comes back as
-    ``{..., "_failed": one line}`` instead of stopping the comparison."""
+    ``{..., "_failed": one line}`` instead of stopping the comparison. ``reuse``: the policy's child
+    is kept for its next run in this process (``run_watched(keep=...)``; the caller ends it with
+    ``close_kept``)."""
     try:
         policy = _task_policy(task)
         if ISOLATION and user_policy(policy):
@@ -589,11 +611,14 @@ def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: fl
             file = policy_file(policy, task.instance)
             who = f"{task.scheduler} (seed {task.seed})"
             try:
-                return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file)
+                return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
+                                   keep=policy if reuse else None)
             except RunFailed as exc:
                 if keep_going:
                     raise
                 return {"_stop": str(exc)}  # the driver stops the comparison and keeps the finished runs
+        if reuse:
+            close_kept()  # a user policy's child: this run would copy every page it writes
         return run_task(task, decide_timeout, shipped)
     except SimschedError as exc:
         if not keep_going:
@@ -719,6 +744,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     done = dict(journal.rows) if journal else {}
     todo = [i for i in range(len(tasks)) if i not in done]
     workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
+    if executor == "local" and workers == 1:
+        todo = run_order(tasks, todo)
     shown = short_labels(spec.schedulers, spec.scenario)
     limits = Limits(decide_timeout, run_timeout, run_memory if run_memory is not None else default_memory(workers))
     started = time.perf_counter()
@@ -751,7 +778,9 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
             with TaskRunner(executor, workers, address) as runner:
                 sent, shipped = _for_ray(runner, [tasks[i] for i in todo]) if executor == "ray" \
                     else ([tasks[i] for i in todo], None)
-                results = runner.map(run_task_guarded, [(task, keep_going, decide_timeout, shipped, limits) for task in sent],
+                reuse = executor == "local"  # a Ray worker outlives the comparison: no child kept there
+                results = runner.map(run_task_guarded, [(task, keep_going, decide_timeout, shipped, limits, reuse)
+                                                        for task in sent],
                                      on_task=on_task if progress else None, on_each=keep)
         except BrokenProcessPool:
             results = _after_a_worker_died(tasks, todo, finished, keep, done, keep_going, decide_timeout, limits)
@@ -762,6 +791,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
         kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]
         raise CompareInterrupted(getattr(exc, "signum", None) or interrupts.received() or 2,
                                  kept, len(tasks)) from None
+    finally:
+        close_kept()  # the students' kept children (workers=1; a pool's workers end theirs as they end)
     if stops:  # the other runs are finished and kept (--resume runs the stopped one again)
         rows = {**done, **finished}
         kept = [{k: v for k, v in rows[i].items() if k != "_jobs"} for i in sorted(rows)]

@@ -25,6 +25,15 @@ exit 2; a failed row under ``compare --keep-going``) naming the policy, the
 seed and the signal or exit code. The run's own results come back over a pipe
 and equal an in-process run's (tests/test_isolation.py).
 
+A child may be *kept* (``run_watched(..., keep=key)``, what ``compare`` does
+with each student's policy): its next run with the same key is sent to it
+over a pipe instead of forking again, one run after another, each under its
+own limits and each failure its own. A run that fails, or leaves a thread of
+its own running, ends its child; the next run starts in a fresh one. One
+child is kept at a time, and it is ended before this process runs anything
+else: a fork makes every page the parent writes afterwards a copy while the
+child lives (tools/bench/isolation.py measured that as the main cost).
+
 SIGINT and SIGTERM: the child ignores SIGINT (a Ctrl-C reaches the whole
 process group); when the parent is interrupted it sends the child SIGTERM,
 which stops the simulation at the next event with a partial result, as an
@@ -139,11 +148,10 @@ class _Forward(io.TextIOBase):
         return len(text)
 
 
-def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memory: int | None,
-           send_progress: bool, stacks: Any) -> None:
-    """The child: limits first, then the run; its result (or exception) goes back over ``conn``.
-    SIGUSR1 writes its stack to ``stacks`` (faulthandler, in C: a stuck loop cannot hold it back), so
-    the parent can name the line a call was stopped at."""
+def _setup(conn: Any, board: Any, memory: int | None, stacks: Any) -> threading.Lock:
+    """The child's set-up, before any user code: its limits, its streams, the board. SIGUSR1 writes
+    its stack to ``stacks`` (faulthandler, in C: a stuck loop cannot hold it back), so the parent can
+    name the line a call was stopped at. The returned lock serialises messages on ``conn``."""
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides about Ctrl-C
     lock = threading.Lock()  # the parent's streams (a live display's proxy ...) are not touched here
@@ -164,6 +172,13 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
         watch.attach(board)
     except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
         _send_last(conn, lock, ("error", _portable(exc)))
+    return lock
+
+
+def _child(conn: Any, board: Any, memory: int | None, stacks: Any, target: Callable[..., Any], args: tuple,
+           send_progress: bool) -> None:
+    """A child for one run: its result (or exception) goes back over ``conn``, then it ends."""
+    lock = _setup(conn, board, memory, stacks)
 
     def send(message: tuple) -> None:  # one message at a time on the pipe, the policy's threads' prints too
         with lock:
@@ -176,6 +191,33 @@ def _child(conn: Any, board: Any, target: Callable[..., Any], args: tuple, memor
     except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
         message = ("error", _portable(exc))
     _send_last(conn, lock, message)
+
+
+def _serve(conn: Any, board: Any, memory: int | None, stacks: Any, tasks: Any) -> None:
+    """A kept child: ``target(*args)`` for every ``(target, args)`` that comes over ``tasks``, one
+    after another, each result back over ``conn`` as ``("ok", ...)``; it ends at the end of ``tasks``. A run
+    that raised, or left a thread of its own running, is its last (``"error"`` / ``"done"``): the
+    next run starts in a fresh child. Timers a run set are cancelled before the next one."""
+    lock = _setup(conn, board, memory, stacks)
+    threads = threading.active_count()
+    while True:
+        try:
+            target, args = tasks.recv()
+        except BaseException:  # noqa: BLE001 - the parent closed it (or is gone): the end
+            os._exit(0)
+        try:
+            message = ("ok", target(*args))
+        except BaseException as exc:  # noqa: BLE001 - everything goes to the parent
+            message = ("error", _portable(exc))
+        for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+            signal.setitimer(timer, 0)
+        if message[0] == "error" or threading.active_count() > threads:
+            _send_last(conn, lock, message if message[0] == "error" else ("done", message[1]))
+        try:
+            with lock:
+                conn.send(message)
+        except BaseException:  # noqa: BLE001 - a result that does not pickle: said as the last message
+            _send_last(conn, lock, message)
 
 
 def _send_last(conn: Any, lock: threading.Lock, message: tuple) -> None:
@@ -238,9 +280,121 @@ def _stopped_at(child: Any, stacks: Any, file: str | None) -> str:
     return file
 
 
+def _reserve_before_fork() -> None:
+    """pyarrow's allocator (mimalloc) reserves about 1 GB of address space at its first allocation
+    (pandas' string columns use it). Made here, before the fork, that reservation is part of what the
+    child inherits, not of its ``--run-memory``; else a child whose run is the process's first use of
+    it fails its first allocation under a small limit."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.allocate_buffer(1)
+
+
+class _Child:
+    """A started child process and the parent's ends of its channels."""
+
+    def __init__(self, body: Callable[..., None], body_args: tuple, memory: int | None, serve: bool) -> None:
+        _reserve_before_fork()
+        context = multiprocessing.get_context("fork")
+        self.board = context.RawArray(ctypes.c_double, watch.SLOTS)
+        self.receiver, sender = context.Pipe(duplex=False)
+        self.stacks = tempfile.TemporaryFile()
+        self.tasks = None
+        channels = [sender]
+        if serve:
+            inbox, self.tasks = context.Pipe(duplex=False)
+            body_args = (*body_args, inbox)
+            channels.append(inbox)
+        self.process = context.Process(target=body, args=(sender, self.board, memory, self.stacks, *body_args),
+                                       daemon=True)
+        try:  # the start too: an interrupt raised as the fork ends still kills the child
+            with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
+                warnings.simplefilter("ignore", DeprecationWarning)
+                with interrupts.held():  # a signal during the fork is raised after it, here
+                    gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
+                    try:
+                        self.process.start()
+                    finally:
+                        gc.unfreeze()
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            for channel in channels:
+                channel.close()
+
+    def forget(self) -> None:
+        """Close this process's copies of the channels (in a child forked meanwhile), the process left alone."""
+        for channel in (self.receiver, self.tasks, self.stacks):
+            if channel is not None:
+                channel.close()
+
+    def close(self, wait: float = 5.0) -> None:
+        """Kill the child (if alive), wait up to ``wait`` s for its end, close the channels."""
+        if self.process.pid is not None and self.process.exitcode is None:
+            self.process.kill()
+            self.process.join(wait)
+        self.forget()
+
+
+def _watch(child: _Child, limits: Limits, who: str, file: str | None,
+           progress: Callable[[Any], None] | None) -> tuple[str, Any]:
+    """Read the child's messages and hold its run to ``limits`` until the run ends: ``("ok", result)``
+    or ``("done", result)`` (a kept child that ends after it); the run's exception re-raised; a
+    :class:`RunFailed` for a run stopped here or a child that died."""
+    board, receiver, process = child.board, child.receiver, child.process
+    prefix = f"{file}: " if file else ""
+    started = time.monotonic()
+    while True:
+        ready = wait([receiver, process.sentinel], timeout=TICK_S)
+        if receiver in ready:
+            try:
+                kind, payload = receiver.recv()
+            except (EOFError, OSError):
+                break  # it died: its exit code says how
+            except pickle.UnpicklingError:  # a message the child's own threads garbled
+                child.close()
+                raise RunFailed(f"{prefix}{who}: its process sent a damaged message and was stopped "
+                                f"({_where(board)})") from None
+            if kind == "progress":
+                if progress is not None:
+                    progress(payload)
+            elif kind in ("stdout", "stderr"):
+                getattr(sys, kind).write(payload)
+            elif kind == "error":
+                raise payload
+            else:
+                return kind, payload
+            # no `continue`: a child that prints or reports without end is still held to its limits
+        elif process.sentinel in ready and not receiver.poll(0):
+            break
+        now = time.monotonic()
+        if limits.run_timeout_s is not None and now - started > limits.run_timeout_s:
+            child.close()
+            raise RunFailed(f"{prefix}{who}: the run took longer than --run-timeout {limits.run_timeout_s:g} s and was "
+                            f"stopped ({_where(board)})")
+        # a call still in progress (entered, not left) that started longer ago than the limit; the
+        # start is the child's, so calls back to back are each timed (never two ticks of one count)
+        if (limits.decide_timeout_s is not None and board[watch.LEFT] < board[watch.ENTERED]
+                and now - board[watch.STARTED] > limits.decide_timeout_s):
+            phase = watch.PHASES.get(int(board[watch.PHASE]), "the policy's code")
+            line = _stopped_at(process, child.stacks, file)
+            child.close()
+            raise RunFailed(f"{line + ': ' if line else ''}{who}: {phase} ran longer than --decide-timeout {limits.decide_timeout_s:g} s and "
+                            f"was stopped ({_where(board)})")
+    process.join(1)  # it is ending (its pipe closed): its own exit code, not our kill's
+    child.close()
+    code = process.exitcode
+    if code is not None and code < 0:
+        how = f"was ended by {_signal_name(-code)}"
+    else:
+        how = f"ended with exit code {code} (os._exit or a crash); a policy must return a Decision"
+    raise RunFailed(f"{prefix}{who}: the run's process {how} ({_where(board)})")
+
+
 def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Limits = Limits(),
                 progress: Callable[[Any], None] | None = None, on_interrupt: str = "raise",
-                file: str | None = None) -> Any:
+                file: str | None = None, keep: Any = None) -> Any:
     """``target(*args)`` in a child process under ``limits``; its return value, or its exception
     re-raised here. ``who`` starts every failure's message (the policy file and the seed); ``file``
     (the policy file) lets a stopped call name its line.
@@ -249,97 +403,95 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     ``progress`` here. ``on_interrupt``: when this process is interrupted, ``"raise"`` kills the
     child and re-raises; ``"partial"`` lets the child stop at its next event and returns its
     (partial) result, as an in-process run does.
+
+    ``keep`` (a key, e.g. the policy; ``target`` and ``args`` must then pickle, no ``progress``):
+    the child is kept after a run that went well, and the next run with the same key and memory
+    limit is sent to it instead of forking another; a run with another key ends it, as does
+    :func:`close_kept` (call it before this process runs other work: while the child lives, every
+    page this process writes is copied). Each run is still held to ``limits`` on its own and fails
+    on its own; a failed run ends its child.
     """
     if not AVAILABLE:  # pragma: no cover - Windows: in-process, unguarded (documented)
         return target(*args) if progress is None else target(*args, progress)
-    context = multiprocessing.get_context("fork")
-    board = context.RawArray(ctypes.c_double, watch.SLOTS)
-    receiver, sender = context.Pipe(duplex=False)
     memory = limits.memory_bytes if limits.memory_bytes is not None else default_memory()
-    stacks = tempfile.TemporaryFile()
-    child = context.Process(target=_child, args=(sender, board, target, args, memory, progress is not None,
-                                                 stacks), daemon=True)
-    prefix = f"{file}: " if file else ""
-    try:  # the start too: an interrupt raised as the fork ends still kills the child (finally)
-        with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
-            warnings.simplefilter("ignore", DeprecationWarning)
-            with interrupts.held():  # a signal during the fork is raised after it, here
-                gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
-                try:
-                    child.start()
-                finally:
-                    gc.unfreeze()
-        sender.close()
-        started = time.monotonic()
-        while True:
-            ready = wait([receiver, child.sentinel], timeout=TICK_S)
-            if receiver in ready:
-                try:
-                    kind, payload = receiver.recv()
-                except (EOFError, OSError):
-                    break  # it died: its exit code says how
-                except pickle.UnpicklingError:  # a message the child's own threads garbled
-                    _kill(child)
-                    raise RunFailed(f"{prefix}{who}: its process sent a damaged message and was stopped "
-                                    f"({_where(board)})") from None
-                if kind == "progress":
-                    if progress is not None:
-                        progress(payload)
-                elif kind in ("stdout", "stderr"):
-                    getattr(sys, kind).write(payload)
-                else:
-                    child.join()
-                    if kind == "error":
-                        raise payload
-                    return payload
-                # no `continue`: a child that prints or reports without end is still held to its limits
-            elif child.sentinel in ready and not receiver.poll(0):
-                break
-            now = time.monotonic()
-            if limits.run_timeout_s is not None and now - started > limits.run_timeout_s:
-                _kill(child)
-                raise RunFailed(f"{prefix}{who}: the run took longer than --run-timeout {limits.run_timeout_s:g} s and was "
-                                f"stopped ({_where(board)})")
-            # a call still in progress (entered, not left) that started longer ago than the limit; the
-            # start is the child's, so calls back to back are each timed (never two ticks of one count)
-            if (limits.decide_timeout_s is not None and board[watch.LEFT] < board[watch.ENTERED]
-                    and now - board[watch.STARTED] > limits.decide_timeout_s):
-                phase = watch.PHASES.get(int(board[watch.PHASE]), "the policy's code")
-                line = _stopped_at(child, stacks, file)
-                _kill(child)
-                raise RunFailed(f"{line + ': ' if line else ''}{who}: {phase} ran longer than --decide-timeout {limits.decide_timeout_s:g} s and "
-                                f"was stopped ({_where(board)})")
+    if keep is not None and progress is None and on_interrupt == "raise":
+        return _run_kept((keep, memory), target, args, who, limits, file)
+    child = _Child(_child, (target, args, progress is not None), memory, serve=False)
+    try:
+        kind, payload = _watch(child, limits, who, file, progress)
+        child.process.join()
+        return payload
     except KeyboardInterrupt:
-        if on_interrupt == "partial" and child.is_alive():
-            os.kill(child.pid, signal.SIGTERM)
+        if on_interrupt == "partial" and child.process.is_alive():
+            os.kill(child.process.pid, signal.SIGTERM)
             with interrupts.deferred():
                 deadline = time.monotonic() + INTERRUPT_GRACE_S
-                while receiver.poll(max(0.0, deadline - time.monotonic())):
+                while child.receiver.poll(max(0.0, deadline - time.monotonic())):
                     try:
-                        kind, payload = receiver.recv()
+                        kind, payload = child.receiver.recv()
                     except (EOFError, OSError):
                         break
                     if kind == "ok":
-                        child.join(1)
+                        child.process.join(1)
                         return payload
                     if kind == "error":
                         break
         raise
     finally:
-        _kill(child)
-        sender.close()
-        receiver.close()
-        stacks.close()
-    child.join()
-    code = child.exitcode
-    if code is not None and code < 0:
-        how = f"was ended by {_signal_name(-code)}"
+        child.close()
+
+
+#: the kept child (:func:`run_watched` with ``keep``) of this process, by its key: at most one, since a
+#: live child makes every page this process writes a copy (fork's copy-on-write), whichever runs next
+_kept: dict[Any, _Child] = {}
+
+
+def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who: str, limits: Limits,
+              file: str | None) -> Any:
+    child = _kept.pop(key, None)
+    close_kept()  # another policy's
+    if child is not None and not child.process.is_alive():  # it ended between runs: start afresh
+        child.close()
+        child = None
+    for attempt in (1, 2):
+        if child is None:
+            child = _Child(_serve, (), key[1], serve=True)
+        try:
+            for slot in range(watch.SLOTS):  # this run's count of calls and decisions
+                child.board[slot] = 0.0
+            child.tasks.send((target, args))
+            break
+        except OSError:  # it ended just now (a broken pipe): once more, in a fresh child
+            child.close()
+            child = None
+            if attempt == 2:
+                raise
+    try:
+        kind, payload = _watch(child, limits, who, file, None)
+    except BaseException:
+        child.close()
+        raise
+    if kind == "done":
+        child.close()
     else:
-        how = f"ended with exit code {code} (os._exit or a crash); a policy must return a Decision"
-    raise RunFailed(f"{prefix}{who}: the run's process {how} ({_where(board)})")
+        _kept[key] = child
+    return payload
 
 
-def _kill(child: Any) -> None:
-    if child.is_alive():
-        child.kill()
-        child.join(5)
+def _forget_kept() -> None:
+    """In any process forked from this one (a run's child, a pool's worker): the kept children are
+    not its own; their channels are closed in it (another student's child is out of a child's reach)."""
+    for child in _kept.values():
+        child.forget()
+    _kept.clear()
+
+
+if AVAILABLE:
+    os.register_at_fork(after_in_child=_forget_kept)
+
+
+def close_kept() -> None:
+    """End this process's kept child (SIGKILL: it is idle between runs, or its run was abandoned). It is
+    reaped by multiprocessing later: nobody waits for its memory to be freed."""
+    while _kept:
+        _kept.popitem()[1].close(wait=0)

@@ -5,19 +5,28 @@ a forked child (as shipped) against the same runs in-process, in one process, wa
 
 It times, alternating the two modes so a load change hits both alike:
 
-- the whole comparison of docs/examples/compare_mine.toml (fifo, sjf, hrrn, my_policy.py:MyPolicy;
-  ``--seeds`` seeds; ``workers=1``), watched and in-process (``simsched.runs.compare.ISOLATION``
-  set to False): the ratio is what a student or a teacher waits more;
-- one run of the user policy alone, watched and in-process, and their difference (the cost per run);
-- ``run_watched`` of a function that does nothing: the fixed cost of a child (fork, pipe, board, exit).
+- ``compare``: the assignment's compare as ``python -m simsched compare compare_mine.toml
+  --workers 1`` does it -- the up-front check that loads every policy, then every run -- of
+  docs/examples/compare_mine.toml (fifo, sjf, hrrn, my_policy.py:MyPolicy; ``--seeds`` seeds),
+  watched and in-process (``simsched.runs.compare.ISOLATION`` set to False): the ratio is what a
+  student or a teacher waits more. The policy's runs share one kept child (its check has its own);
+- ``runs``: the runs alone (:func:`run_compare` of a spec made beforehand);
+- one run of the user policy alone in a fresh child and in-process, and their difference (the
+  fixed cost of a child of its own: fork, its first touch of the memory it shares, its exit);
+- ``run_watched`` of a function that does nothing: the bare cost of a child (fork, pipe, board, exit).
 
-Each figure is the median of ``--repeat`` timings after one untimed warm-up.
+Each figure is the median of ``--repeat`` timings after one untimed warm-up (wall time), with the
+CPU time of this process and its children for the two compares (load-independent where the wall
+time is not); the machine's load average is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -34,10 +43,24 @@ def _nothing() -> None:
     return None
 
 
-def timed(fn) -> float:
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _reap() -> None:
+    """Wait for every child to end, so its CPU time is counted (a kept child is killed, not awaited)."""
+    for child in multiprocessing.active_children():
+        child.join()
+
+
+def timed(fn) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``fn()``; the CPU time includes the children it started."""
+    cpu, t0 = _cpu(), time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    _reap()
+    return wall, _cpu() - cpu
 
 
 def main() -> int:
@@ -50,39 +73,49 @@ def main() -> int:
     user_task = next(t for t in compare.plan(spec) if t.scheduler.endswith(":MyPolicy"))
     limits = Limits(memory_bytes=None)
 
-    def whole(watched: bool) -> float:
+    def in_mode(watched: bool, fn) -> tuple[float, float]:
         compare.ISOLATION = watched
         try:
-            return timed(lambda: compare.run_compare(spec, workers=1))
+            return timed(fn)
         finally:
             compare.ISOLATION = True
 
-    def one(watched: bool) -> float:
-        compare.ISOLATION = watched
-        try:
-            return timed(lambda: compare.run_task_guarded(user_task, limits=limits))
-        finally:
-            compare.ISOLATION = True
+    def whole() -> None:
+        compare.run_compare(compare.compare_spec(SCENARIO, schedulers=SCHEDULERS, seeds=args.seeds), workers=1)
 
-    timings: dict[str, list[float]] = {k: [] for k in ("compare watched", "compare in-process", "run watched",
-                                                       "run in-process", "empty child")}
-    whole(True), whole(False), one(True), one(False), run_watched(_nothing, (), who="bench")  # warm-up
+    cases = {"compare": whole, "runs": lambda: compare.run_compare(spec, workers=1),
+             "run": lambda: compare.run_task_guarded(user_task, limits=limits)}
+    load_before = os.getloadavg()
+    wall: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    for fn in cases.values():  # warm-up
+        in_mode(True, fn), in_mode(False, fn)
+    timed(lambda: run_watched(_nothing, (), who="bench"))
     for _ in range(args.repeat):
-        timings["compare watched"].append(whole(True))
-        timings["compare in-process"].append(whole(False))
-        timings["run watched"].append(one(True))
-        timings["run in-process"].append(one(False))
-        timings["empty child"].append(timed(lambda: run_watched(_nothing, (), who="bench")))
-    median = {k: statistics.median(v) for k, v in timings.items()}
-    out = {**{k: round(v, 4) for k, v in median.items()},
+        for name, fn in cases.items():
+            for watched in (True, False):
+                key = f"{name} {'watched' if watched else 'in-process'}"
+                w, c = in_mode(watched, fn)
+                wall.setdefault(key, []).append(w)
+                cpu.setdefault(key, []).append(c)
+        w, _ = timed(lambda: run_watched(_nothing, (), who="bench"))
+        wall.setdefault("empty child", []).append(w)
+    median = {k: statistics.median(v) for k, v in wall.items()}
+    cpu_median = {k: statistics.median(v) for k in ("compare watched", "compare in-process") for v in [cpu[k]]}
+    out = {**{f"{k} s": round(v, 4) for k, v in median.items()},
            "compare ratio": round(median["compare watched"] / median["compare in-process"], 3),
-           "per-run cost s": round(median["run watched"] - median["run in-process"], 4),
-           "runs": len(compare.plan(spec)), "user runs": args.seeds, "repeat": args.repeat}
+           "runs ratio": round(median["runs watched"] / median["runs in-process"], 3),
+           "compare CPU ratio": round(cpu_median["compare watched"] / cpu_median["compare in-process"], 3),
+           "per-run cost of a fresh child s": round(median["run watched"] - median["run in-process"], 4),
+           "runs": len(compare.plan(spec)), "user runs": args.seeds, "repeat": args.repeat,
+           "timings": "warm, medians, both modes alternated in one process",
+           "load before": " ".join(f"{x:.2f}" for x in load_before),
+           "load after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         for key, value in out.items():
-            print(f"{key:>20}: {value}")
+            print(f"{key:>32}: {value}")
     return 0
 
 
