@@ -135,3 +135,16 @@ def test_bad_input_is_one_line_exit_2(scenario: Path, args: list[str], message: 
 
 
 # The assignment's commands run as written: tests/test_readme_commands.py (slow), in a copy of the checkout.
+
+
+def test_a_scenario_edited_after_the_first_read_changes_neither_runs_nor_tables(scenario: Path) -> None:
+    """Each instance is read once (issue 37, item 2): a file overwritten with garbage during the
+    comparison (by a student's policy, or a teacher preparing the next try) leaves the runs and the
+    tables as first read, title included, and the comparison ends."""
+    from simsched.present.compare_tables import to_markdown
+
+    spec = compare_spec(scenario, schedulers=["fifo", "sjf"], seeds=1)
+    scenario.write_text('name = "edited"\nnot toml [')
+    result = run_compare(spec, workers=1)
+    assert to_markdown(result).splitlines()[0].lstrip("# ").startswith("cmp: ")
+    assert set(result.runs["scheduler"]) == {"fifo", "sjf"}

@@ -8,7 +8,6 @@ without importing this module. Only :func:`rich_tables` imports rich.
 
 from __future__ import annotations
 
-from simsched.config.scenario import load_scenario
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS, SUMMARY_METRICS, TENANT_WAIT
 from simsched.runs import ranking
 from simsched.runs.compare import (
@@ -39,12 +38,11 @@ def _cell(row) -> str:
 
 def seed_note(spec: CompareSpec) -> str:
     """What the seeds vary when an instance reads a trace: only synthesised fields, not the jobs."""
-    traces = [load_scenario(path).workload for path in spec.instances]
-    traces = [w for w in traces if w.source != "synthetic"]
+    traces = spec.trace_synthesis  # (deadlines, weights) per trace instance, as first read
     if not traces or spec.seeds == 1:
         return ""
-    fields = [name for name, on in (("deadlines", any(w.synthesize_deadline for w in traces)),
-                                    ("weights", any(w.synthesize_weight for w in traces))) if on]
+    fields = [name for name, on in (("deadlines", any(deadline for deadline, _ in traces)),
+                                    ("weights", any(weight for _, weight in traces))) if on]
     varied = " and ".join(f"the synthesised {f}" for f in fields) if fields else "nothing in the jobs"
     return (f"on a trace the jobs are the same for every seed: seeds change only {varied} "
             "(and the policies' own random streams)")
@@ -56,7 +54,7 @@ def _title(result: CompareResult) -> str:
     instances = len(spec.instances)
     note = seed_note(spec)
     what = "one run per scheduler" if cases == 1 else f"mean ± std over {cases} case(s)"
-    return (f"{load_scenario(spec.scenario).name}: {what} "
+    return (f"{spec.name}: {what} "
             f"({instances} instance(s) x {spec.seeds} seed(s))" + (f"; {note}" if note else ""))
 
 

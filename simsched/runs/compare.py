@@ -108,6 +108,13 @@ class CompareSpec:
     nodes_per_type: int | None = None  # --nodes-per-type (alias --gpus-limit), as for a single run
     scheduler_keys: dict[str, Any] = field(default_factory=dict)  # --placement etc.: every scheduler, last
     settings: dict[str, Any] = field(default_factory=dict)  # --set dotted keys: every instance and scheduler
+    #: the scenario's name and, per instance that reads a trace, whether deadlines and weights are
+    #: synthesised: what the tables' title says, taken when the files were read (a file edited
+    #: during the comparison cannot change them)
+    name: str = ""
+    trace_synthesis: tuple[tuple[bool, bool], ...] = ()
+    #: each instance as first read, by :func:`compare_spec` (what :func:`plan` runs; empty: read then)
+    scenarios: tuple[Scenario, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,7 +345,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     ``check_policies=False`` (``--keep-going``) leaves it to the runs, where a failure is a failed row.
     ``scenario_path``: a TOML file or a shipped example's name (:mod:`simsched.config.resolve`)."""
     path = resolve_scenario(scenario_path)
-    load_scenario(path)  # the scenario itself must be valid
+    load_scenario(path)  # the scenario itself must be valid (before its [compare] table is read)
     table = DeclaredParams(read_toml(path).get("compare", {}), "compare", path)  # keys: simsched.config.keys
     own_schedulers = table.get_list("schedulers", str, list(DEFAULT_SCHEDULERS))
     own_seeds = table.get("seeds", int, 1, min_value=1)
@@ -355,10 +362,10 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     for name in own_schedulers:
         check_name(name, lambda message: table.error("schedulers", message))
     table.finish()
-    for instance in instances[1:]:
-        load_scenario(instance)
+    scenarios = [load_scenario(instance) for instance in instances]  # read once: plan() runs these
+    workloads = [scenario.workload for scenario in scenarios]
     for key, value in (scheduler_keys or {}).items():  # a bad flag value names the flag
-        load_scenario(path).with_scheduler_keys({key: value}, f"--{key}")
+        scenarios[0].with_scheduler_keys({key: value}, f"--{key}")
     decided = {"policy"} | {key for table_ in options.values() for key in table_}  # what each label sets
     for key in settings or {}:
         section, _, rest = key.partition(".")
@@ -369,8 +376,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                              if rest != "policy" else
                              f"--set {key}: the compared schedulers decide the policy (it would run one policy "
                              "under every label); give them with --schedulers")
-    for instance in instances:  # a bad --set key or value fails before any run
-        _with_settings(load_scenario(instance), dict(settings or {}))
+    for scenario in scenarios:  # a bad --set key or value fails before any run
+        _with_settings(scenario, dict(settings or {}))
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
     for name in chosen:  # --schedulers, or simsched.compare(schedulers=...)
         check_name(name, lambda message: InputError(f"{path}: compare: scheduler {message}"))
@@ -391,7 +398,9 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'
     spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
                        METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
-                       dict(scheduler_keys or {}), dict(settings or {}))
+                       dict(scheduler_keys or {}), dict(settings or {}), scenarios[0].name,
+                       tuple((w.synthesize_deadline, w.synthesize_weight) for w in workloads if w.source != "synthetic"),
+                       tuple(scenarios))
     if spec.rank_by not in RANKABLE:
         raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
     _check_builds(spec, check_policies)
@@ -413,8 +422,8 @@ def _check_names(names: Sequence[str], path: Path, options: dict[str, dict[str, 
 def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
     """Build every scheduler once on every instance so a bad option or policy file fails before any
     run; a user policy in a watched child process (60 s), or not at all without ``check_policies``."""
-    for instance in spec.instances:
-        scenario = load_scenario(instance)
+    for i, instance in enumerate(spec.instances):
+        scenario = spec.scenarios[i] if spec.scenarios else load_scenario(instance)
         for name in spec.schedulers:
             variant = _with_scheduler(scenario, name, _options_for(spec, scenario, name))
             args = (variant.scheduler, instance.resolve().parent, variant.seed, _source(spec.scenario, name))
@@ -467,13 +476,14 @@ def _with_scheduler(scenario: Scenario, name: str, changes: dict[str, Any]) -> S
 def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
     """Every run, in the fixed order results are reported in: instance, seed, scheduler.
 
-    Each instance is read once, here: its parsed scenario goes with every task (the runs never
-    read the scenario file again, so a file edited meanwhile changes nothing), with the hash of
-    the scenario and workload files as read now; a run whose workload files hash otherwise is
+    Each instance is read once, by :func:`compare_spec` (or here, for a spec made without it): its
+    parsed scenario goes with every task (the runs never read the scenario file again, so a file
+    edited meanwhile changes nothing), with the hash of the scenario as read and of its workload
+    files now; a run whose workload files hash otherwise is
     refused (:func:`run_task`, :func:`check_hashes`)."""
     tasks = []
-    for instance in spec.instances:
-        scenario = load_scenario(instance)
+    for i, instance in enumerate(spec.instances):
+        scenario = spec.scenarios[i] if spec.scenarios else load_scenario(instance)
         digest = input_hash(scenario)
         label = scenario.name if len(spec.instances) == 1 else f"{scenario.name}({instance.name})"
         ready: dict[str, Any] = {}
