@@ -55,6 +55,7 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
             with LiveProgress(console, scenario.name) as live:
                 result = ready.run(progress=live)
         said = len(ready.warnings)
+        del ready  # the engine (its job columns, queue and nodes) goes before the outputs are built, as in simsched.run
         for warning in result.summary["warnings"][said:]:  # what the run found: before the table
             warn(warning)
     if args.out:
