@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simsched.core import jobstore
 from simsched.core.engine import Engine, EngineConfig
 from simsched.core.errors import InputError
 from simsched.core.jobstore import JobSpecColumns
@@ -160,3 +161,10 @@ def test_the_store_from_columns_is_the_store_from_specs(table: pd.DataFrame, hom
     assert stores[0].job_ids == stores[1].job_ids
     assert stores[0].option_sets == stores[1].option_sets
     assert stores[0].tenants.values == stores[1].tenants.values
+    first, shape = columns.shapes()
+    jobstore.SHAPE_KEYS = 0  # the row-wise unique, for shapes beyond one int64 key
+    try:
+        wide = columns.shapes()
+    finally:
+        jobstore.SHAPE_KEYS = 2**62
+    assert np.array_equal(first, wide[0]) and np.array_equal(shape, wide[1])
