@@ -337,6 +337,7 @@ def spells_from_log(log: EventLog, nodes: pd.DataFrame,
     # is followed by the event that ended it, unless it is still open (a partial run)
     spell_events = np.flatnonzero((kind == START) | (kind == FINISH) | (kind == PREEMPT))
     order = spell_events[np.argsort(job[spell_events], kind="stable")]
+    del spell_events  # (intermediates are dropped as soon as used: a million-job log's are large)
     starts_at = np.flatnonzero(kind[order] == START)
     after = starts_at + 1
     closed = after < len(order)
@@ -346,11 +347,14 @@ def spells_from_log(log: EventLog, nodes: pd.DataFrame,
     first_of_job = np.r_[True, spell_jobs_by_job[1:] != spell_jobs_by_job[:-1]]
     rank = np.arange(len(starts_at))
     spell_number = rank - np.maximum.accumulate(np.where(first_of_job, rank, 0))
+    del spell_jobs_by_job, first_of_job, rank
     start_event = order[starts_at]
     end_event = np.full(len(starts_at), -1, np.int64)
     end_event[closed] = order[after[closed]]
+    del order, starts_at, after, closed
     by_start = np.argsort(start_event, kind="stable")  # spells in start order
     start_event, end_event, spell_number = start_event[by_start], end_event[by_start], spell_number[by_start]
+    del by_start
     spell_jobs = job[start_event]
     first_node = flat[node_at[start_event]]
     workers = node_at[start_event + 1] - node_at[start_event]

@@ -6,6 +6,10 @@ not finite or beyond :data:`MAX_SECONDS`, a deadline precedes the submit
 time, a worker's GPU share above 1 is not whole, or ``home_cluster`` /
 ``gpu_type`` name no cluster of the scenario / type of its catalog, or ``model`` is not in
 the model table (simsched/data/model_speeds.toml, issue 38).
+
+A file whose rows are all good is read a column at a time (:func:`_read_columns`: the same
+rules on whole columns, no Python work per row); any other file is read row by row
+(:func:`_read_rows`), which names each bad row, so the messages are the same either way.
 """
 
 from __future__ import annotations
