@@ -111,11 +111,17 @@ def job_files(draw):
 
 
 @settings(max_examples=300)
-@given(text=job_files(), strict=st.booleans())
-def test_columns_and_rows_read_alike(tmp_path_factory, text: str, strict: bool) -> None:
+@given(text=job_files(), strict=st.booleans(), chunk=st.sampled_from([2, 3, csv_reader.CHUNK_ROWS]))
+def test_columns_and_rows_read_alike(tmp_path_factory, text: str, strict: bool, chunk: int) -> None:
     path = tmp_path_factory.mktemp("csv") / "jobs.csv"
     path.write_text(text, encoding="utf-8")
-    got, want = outcome(path, strict, False), outcome(path, strict, True)
+    rows = csv_reader.CHUNK_ROWS
+    csv_reader.CHUNK_ROWS = chunk  # a file of several steps
+    try:
+        got = outcome(path, strict, False)
+    finally:
+        csv_reader.CHUNK_ROWS = rows
+    want = outcome(path, strict, True)
     if isinstance(want, str) or isinstance(got, str):
         assert got == want
         return

@@ -64,7 +64,7 @@ def _number(text: str, column: str, *, integer: bool = False, limit: float = MAX
 
 
 #: rows per step of the columnar read: the row lists of one step are all it holds besides the columns
-CHUNK_ROWS = 65_536
+CHUNK_ROWS = 16_384
 #: a character no number of :data:`NUMBER` has (the cells of a column are joined with newlines)
 _NOT_NUMBER = re.compile(r"[^0-9.eE+\-\n]")
 _NUMERIC = {"submit": MAX_SECONDS, "duration": MAX_SECONDS, "gpus": MAX_GPUS, "workers": MAX_GPUS,
@@ -226,7 +226,7 @@ def _read_columns(table, header: list[str], ctx: ReadContext) -> dict[str, objec
             if not chunk:
                 break
             if any(len(row) != width for row in chunk):
-                return None
+                raise _NotPlain
             for column, cells in zip(header, zip(*chunk)):
                 parts[column].append(_cells(column, cells))
             ctx.report.rows_read += len(chunk)
