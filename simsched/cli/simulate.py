@@ -14,7 +14,7 @@ from simsched.cli.args import settings_of
 from simsched.config.overrides import apply_overrides
 from simsched.config.resolve import policy_ref
 from simsched.config.scenario import load_scenario
-from simsched.core import interrupts
+from simsched.core import heap, interrupts
 from simsched.core.atomic import check_out_dir
 from simsched.core.errors import InputError
 from simsched.core.inputs import check_outputs, scenario_inputs
@@ -55,6 +55,8 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
             with LiveProgress(console, scenario.name) as live:
                 result = ready.run(progress=live)
         said = len(ready.warnings)
+        del ready  # the engine (its job columns, queue and nodes) goes before the outputs are built, as in simsched.run
+        heap.release()
         for warning in result.summary["warnings"][said:]:  # what the run found: before the table
             warn(warning)
     if args.out:

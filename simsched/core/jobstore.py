@@ -87,6 +87,79 @@ class JobRecord:
         self.reason = ""
 
 
+#: distinct job shapes that still fit one int64 key (JobSpecColumns.shapes)
+SHAPE_KEYS = 2**62
+
+
+class JobSpecColumns(Sequence[JobSpec]):
+    """A workload's jobs as one column per :class:`JobSpec` field: a million jobs without a million
+    objects. ``self[i]`` is job ``i``'s JobSpec, made on use; :class:`JobStore` reads the columns.
+
+    ``deadline`` is NaN where a job has none; ``allowed_types`` holds "T4|P100" strings (or None).
+    """
+
+    def __init__(self, job_id: list[str], submit: np.ndarray, duration: np.ndarray, gpus: np.ndarray,
+                 workers: np.ndarray, weight: np.ndarray, deadline: np.ndarray, home_cluster: list,
+                 gpu_type: list, allowed_types: list, tenant: list, model: list) -> None:
+        self.job_id = job_id
+        self.submit, self.duration, self.gpus = submit, duration, gpus
+        self.workers, self.weight, self.deadline = workers, weight, deadline
+        self.home_cluster, self.gpu_type, self.allowed_types = home_cluster, gpu_type, allowed_types
+        self.tenant, self.model = tenant, model
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @overload
+    def __getitem__(self, i: int) -> JobSpec: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[JobSpec]: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        deadline = float(self.deadline[i])
+        allowed = self.allowed_types[i]
+        return JobSpec(job_id=self.job_id[i], submit=float(self.submit[i]), duration=float(self.duration[i]),
+                       gpus=float(self.gpus[i]), workers=int(self.workers[i]), weight=int(self.weight[i]),
+                       deadline=None if deadline != deadline else deadline, home_cluster=self.home_cluster[i],
+                       gpu_type=self.gpu_type[i], allowed_types=None if allowed is None else tuple(allowed.split("|")),
+                       tenant=self.tenant[i], model=self.model[i])
+
+    def __iter__(self) -> Iterator[JobSpec]:
+        return (self[i] for i in range(len(self)))
+
+    def shapes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the first job of each distinct (home cluster, GPU type, gpus, workers, allowed types,
+        model), in job order; each job's row in that list): what a job's home and placement
+        options depend on, so the store works them out once per shape."""
+        if not len(self):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        codes = [_factorized(column) for column in (self.home_cluster, self.gpu_type, self.allowed_types,
+                                                    self.model)]
+        codes += [np.unique(column, return_inverse=True)[1].reshape(-1) for column in (self.gpus, self.workers)]
+        sizes = [int(code.max()) + 1 for code in codes]
+        if math.prod(sizes) < SHAPE_KEYS:  # one int64 key per job (mixed radix): a 1-D unique, much faster
+            key = np.zeros(len(self), np.int64)
+            for code, size in zip(codes, sizes):
+                key = key * size + code
+            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        else:
+            _, first, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # shapes by their first job
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        return first[order], rank[inverse.reshape(-1)]
+
+
+def _factorized(values: list) -> np.ndarray:
+    """An int code per value (equal values, equal codes); all zeros at once when every value is None."""
+    if values.count(None) == len(values):
+        return np.zeros(len(values), np.int64)
+    seen: dict = {}
+    return np.fromiter((seen.setdefault(v, len(seen)) for v in values), np.int64, len(values))
+
+
 class _Codes:
     """Small interning table: value <-> int code (GPU types, cluster paths, reasons)."""
 
@@ -107,31 +180,11 @@ class JobStore(Sequence[JobRecord]):
 
     def __init__(self, specs: Sequence[JobSpec], home_of: Callable[[JobSpec], int | None],
                  options_of: Callable[[JobSpec, int | None], tuple[Option, ...]]) -> None:
-        n = len(specs)
-        self.job_ids: list[str] = [spec.job_id for spec in specs]
-        self.submit = np.fromiter((spec.submit for spec in specs), np.float64, n)
-        self.duration = np.fromiter((spec.duration for spec in specs), np.float64, n)
-        self.gpus = np.fromiter((spec.gpus for spec in specs), np.float64, n)
-        self.workers = np.fromiter((spec.workers for spec in specs), np.int64, n)
-        self.weight = np.fromiter((spec.weight for spec in specs), np.int64, n)
-        self.deadline = np.fromiter((math.nan if spec.deadline is None else spec.deadline for spec in specs),
-                                    np.float64, n)
-        # tenants as codes into self.tenants (code 0: no tenant)
-        self.tenants = _Codes(None)
-        self.tenant = np.fromiter((self.tenants.code(spec.tenant) for spec in specs), np.int32, n)
-        self.option_sets: list[tuple[Option, ...]] = []
-        codes: dict[tuple[Option, ...], int] = {}
-        self.home = np.empty(n, np.int32)  # -1: none
-        self.option_set = np.empty(n, np.int32)
-        for i, spec in enumerate(specs):
-            home = home_of(spec)
-            self.home[i] = -1 if home is None else home
-            options = options_of(spec, home)
-            code = codes.get(options)
-            if code is None:
-                code = codes[options] = len(self.option_sets)
-                self.option_sets.append(options)
-            self.option_set[i] = code
+        if isinstance(specs, JobSpecColumns):
+            self._from_columns(specs, home_of, options_of)
+        else:
+            self._from_specs(specs, home_of, options_of)
+        n = len(self.job_ids)
         # result columns, written when a job leaves play
         self.status = np.zeros(n, np.int8)  # code in STATUSES; PENDING until it arrives
         self.first_start = np.full(n, math.nan)
@@ -158,6 +211,68 @@ class JobStore(Sequence[JobRecord]):
         self._retired = np.zeros(n, bool)
         self._by_id: _ById | None = None
         self._views()
+
+    def _from_specs(self, specs: Sequence[JobSpec], home_of: Callable[[JobSpec], int | None],
+                    options_of: Callable[[JobSpec, int | None], tuple[Option, ...]]) -> None:
+        """The input columns from JobSpec objects (tests, benches, the API's own lists)."""
+        n = len(specs)
+        self.job_ids: list[str] = [spec.job_id for spec in specs]
+        self.submit = np.fromiter((spec.submit for spec in specs), np.float64, n)
+        self.duration = np.fromiter((spec.duration for spec in specs), np.float64, n)
+        self.gpus = np.fromiter((spec.gpus for spec in specs), np.float64, n)
+        self.workers = np.fromiter((spec.workers for spec in specs), np.int64, n)
+        self.weight = np.fromiter((spec.weight for spec in specs), np.int64, n)
+        self.deadline = np.fromiter((math.nan if spec.deadline is None else spec.deadline for spec in specs),
+                                    np.float64, n)
+        # tenants as codes into self.tenants (code 0: no tenant)
+        self.tenants = _Codes(None)
+        self.tenant = np.fromiter((self.tenants.code(spec.tenant) for spec in specs), np.int32, n)
+        self.option_sets: list[tuple[Option, ...]] = []
+        codes: dict[tuple[Option, ...], int] = {}
+        self.home = np.empty(n, np.int32)  # -1: none
+        self.option_set = np.empty(n, np.int32)
+        for i, spec in enumerate(specs):
+            home = home_of(spec)
+            self.home[i] = -1 if home is None else home
+            options = options_of(spec, home)
+            code = codes.get(options)
+            if code is None:
+                code = codes[options] = len(self.option_sets)
+                self.option_sets.append(options)
+            self.option_set[i] = code
+
+    def _from_columns(self, specs: JobSpecColumns, home_of: Callable[[JobSpec], int | None],
+                      options_of: Callable[[JobSpec, int | None], tuple[Option, ...]]) -> None:
+        """The same columns as :meth:`_from_specs` gives, from columns: a JobSpec per distinct shape, not per job."""
+        n = len(specs)
+        self.job_ids = specs.job_id
+        self.submit = np.array(specs.submit, np.float64)
+        self.duration = np.array(specs.duration, np.float64)
+        self.gpus = np.array(specs.gpus, np.float64)
+        self.workers = np.array(specs.workers, np.int64)
+        self.weight = np.array(specs.weight, np.int64)
+        self.deadline = np.array(specs.deadline, np.float64)
+        self.tenants = _Codes(None)
+        code = self.tenants.code
+        self.tenant = np.zeros(n, np.int32) if specs.tenant.count(None) == n else \
+            np.fromiter((code(tenant) for tenant in specs.tenant), np.int32, n)
+        self.option_sets = []
+        codes: dict[tuple[Option, ...], int] = {}
+        first, shape = specs.shapes()
+        homes = np.empty(len(first), np.int32)
+        sets = np.empty(len(first), np.int32)
+        for k, i in enumerate(first.tolist()):  # in job order, so option sets are numbered as _from_specs does
+            spec = specs[i]
+            home = home_of(spec)
+            homes[k] = -1 if home is None else home
+            options = options_of(spec, home)
+            set_code = codes.get(options)
+            if set_code is None:
+                set_code = codes[options] = len(self.option_sets)
+                self.option_sets.append(options)
+            sets[k] = set_code
+        self.home = homes[shape]
+        self.option_set = sets[shape]
 
     def _views(self) -> None:
         # memoryviews of the columns: a Python float/int per item read or write, about 2x faster

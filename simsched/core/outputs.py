@@ -393,6 +393,7 @@ def spells_from_log(log: EventLog, nodes: pd.DataFrame,
     # is followed by the event that ended it, unless it is still open (a partial run)
     spell_events = np.flatnonzero((kind == START) | (kind == FINISH) | (kind == PREEMPT))
     order = spell_events[np.argsort(job[spell_events], kind="stable")]
+    del spell_events  # (intermediates are dropped as soon as used: a million-job log's are large)
     starts_at = np.flatnonzero(kind[order] == START)
     after = starts_at + 1
     closed = after < len(order)
@@ -402,11 +403,14 @@ def spells_from_log(log: EventLog, nodes: pd.DataFrame,
     first_of_job = np.r_[True, spell_jobs_by_job[1:] != spell_jobs_by_job[:-1]]
     rank = np.arange(len(starts_at))
     spell_number = rank - np.maximum.accumulate(np.where(first_of_job, rank, 0))
+    del spell_jobs_by_job, first_of_job, rank
     start_event = order[starts_at]
     end_event = np.full(len(starts_at), -1, np.int64)
     end_event[closed] = order[after[closed]]
+    del order, starts_at, after, closed
     by_start = np.argsort(start_event, kind="stable")  # spells in start order
     start_event, end_event, spell_number = start_event[by_start], end_event[by_start], spell_number[by_start]
+    del by_start
     spell_jobs = job[start_event]
     first_node = flat[node_at[start_event]]
     workers = node_at[start_event + 1] - node_at[start_event]
@@ -498,22 +502,22 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     delta_group = np.concatenate([group, group[closed]])
     delta_busy = np.concatenate([busy, -busy[closed]])
     delta_running = np.concatenate([np.ones(len(busy), np.int64), -np.ones(int(closed.sum()), np.int64)])
-    del group, busy, ends, closed
+    del group, busy, ends, closed, cluster_code, type_code
 
     # fleet-wide: net change per time, times where something changed, then running sums
     n_spell_deltas = len(delta_time)
     order = np.argsort(np.concatenate([delta_time, queue_time]), kind="stable")
-    fleet_time, fleet = _net_changes(
-        np.concatenate([delta_time, queue_time])[order], None,
-        [np.concatenate([delta_busy, np.zeros(len(queue_time), np.int64)])[order],
-         np.concatenate([delta_running, np.zeros(len(queue_time), np.int64)])[order],
-         np.concatenate([np.zeros(n_spell_deltas, np.int64), queue_change])[order]])
-    del order
-    fleet = [np.cumsum(values) for values in fleet]
+    no_queue, no_spell = np.zeros(len(queue_time), np.int64), np.zeros(n_spell_deltas, np.int64)
+    fleet_time, fleet = _net_changes(np.concatenate([delta_time, queue_time])[order], None,
+                                     [(delta_busy, no_queue), (delta_running, no_queue), (no_spell, queue_change)],
+                                     order)
+    del no_queue, no_spell
+    del order, queue_time, queue_change
+    for values in fleet:
+        np.cumsum(values, out=values)
 
     order = np.lexsort((delta_time, delta_group))  # by (group, time)
-    group_time, per_group = _net_changes(delta_time[order], delta_group[order],
-                                         [delta_busy[order], delta_running[order]])
+    group_time, per_group = _net_changes(delta_time[order], delta_group[order], [delta_busy, delta_running], order)
     group_of_row = per_group.pop()
     del order, delta_time, delta_group, delta_busy, delta_running
     # running sums inside each group
@@ -522,14 +526,17 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     for k, values in enumerate(per_group):
         total = np.cumsum(values)
         per_group[k] = total - (total[first_row] - values[first_row])
+    del new_group, first_row, total, values
     # the queue length in force at each group row's time (fleet rows exist at every change time)
     position = np.searchsorted(fleet_time, group_time, side="right") - 1
     queued = fleet[2]
     group_queue = (np.where(position >= 0, queued[np.maximum(position, 0)], 0) if len(queued)
                    else np.zeros(len(group_time), np.int64))
+    del position
 
     time = np.concatenate([fleet_time, group_time])
     row_group = np.concatenate([np.full(len(fleet_time), -1, np.int64), group_of_row])
+    del fleet_time, group_time, group_of_row
     order = np.lexsort((row_group, time))  # by time; fleet rows (-1) before every (cluster, gpu_type)
     row_group = row_group[order]
     in_group = row_group >= 0
@@ -540,30 +547,44 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     del row_group, in_group
     table = {"time": time[order], "cluster": cluster, "gpu_type": gpu_type}
     del time
-    for column, fleet_values, group_values in (("busy_milli", fleet[0], per_group[0]),
-                                               ("running", fleet[1], per_group[1]),
-                                               ("queued", queued, group_queue)):
-        table[column] = np.concatenate([fleet_values, group_values])[order]
-    del fleet, per_group, queued, group_queue
+    del queued
+    per_group.append(group_queue)
+    del group_queue
+    for k, column in enumerate(("busy_milli", "running", "queued")):  # each part dropped once placed
+        table[column] = np.concatenate([fleet[k], per_group[k]])[order]
+        fleet[k] = per_group[k] = None
+    del fleet, per_group
     # every column is a fresh array: no copy (a million-job timeline has millions of rows)
     return pd.DataFrame(table, columns=list(TIMELINE_COLUMNS), copy=False)
 
 
-def _net_changes(time: np.ndarray, group: np.ndarray | None,
-                 values: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+def _net_changes(time: np.ndarray, group: np.ndarray | None, values: list[np.ndarray | tuple[np.ndarray, ...]],
+                 order: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """Sum ``values`` over runs of equal (group, time) in sorted rows and keep the runs where any
-    sum is not 0: their times and sums (and, with ``group``, each kept run's group last)."""
+    sum is not 0: their times and sums (and, with ``group``, each kept run's group last).
+
+    With ``order`` the value columns are in the rows' order before sorting (``time[k]`` is row
+    ``order[k]``), and a column may be a tuple of arrays that joined make it: each column is then
+    joined and sorted only while it is summed (a million-job timeline's columns are large)."""
     if not len(time):
         return time, [np.zeros(0, np.int64) for _ in values] + ([np.zeros(0, np.int64)] if group is not None else [])
     change = time[1:] != time[:-1]
     if group is not None:
         change |= group[1:] != group[:-1]
     starts = np.flatnonzero(np.r_[True, change])
-    sums = [np.add.reduceat(v, starts) for v in values]
+    del change
+    sums = []
+    for v in values:
+        if isinstance(v, tuple):
+            v = np.concatenate(v)
+        sums.append(np.add.reduceat(v if order is None else v[order], starts))
     kept = np.zeros(len(starts), bool)
     for v in sums:
         kept |= v != 0
-    out = [v[kept] for v in sums]
+    for k, v in enumerate(sums):  # one at a time: the sums are as long as the runs
+        sums[k] = v[kept]
+    del v
+    starts = starts[kept]
     if group is not None:
-        out.append(group[starts][kept])
-    return time[starts][kept], out
+        sums.append(group[starts])
+    return time[starts], sums

@@ -24,7 +24,7 @@ from simsched.config.overrides import apply_overrides
 from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path
 from simsched.config.scenario import Scenario, load_scenario
-from simsched.core import arguments, atomic, interrupts, limits, outputs
+from simsched.core import arguments, atomic, heap, interrupts, limits, outputs
 from simsched.core.contract import Scheduler
 from simsched.core.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.core.errors import DecisionError, InputError, warn
@@ -194,6 +194,7 @@ class RunResult:
                         frame = outputs.safe_text_columns(frame)
                     outputs.write_frame(frame, out / f"{name}.{format}", format)
                 (out / f"{name}.{other}").unlink(missing_ok=True)
+                heap.release()  # what building and writing the table freed, before the next one
             atomic.write_text(out / "summary.json", json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
             if self.partial:
                 atomic.mark_partial(out, f"interrupted run: simulated until t={self.summary['simulated_until']:g} s; "
@@ -305,6 +306,7 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
             scheduler = scheduler() if is_own_code(scheduler) else make_policy(scheduler)
             check_scheduler_argument(scheduler, "simsched.run")  # its instances, too
         result = simulation(scenario, seed=seed, jobs=limit, scheduler=scheduler).run(progress)
+        heap.release()  # the engine is gone: its columns' pages go back before the outputs are built
     for text in result.summary.get("warnings", ()):  # the CLI prints them; the API warns (SimschedWarning)
         warn(text)
     return result

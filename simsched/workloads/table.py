@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from simsched.core.errors import InputError, did_you_mean
-from simsched.core.model import JobSpec, derive_workers, model_names
+from simsched.core.jobstore import JobSpecColumns
+from simsched.core.model import derive_workers, model_names
 
 JOB_COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -80,7 +81,8 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     for col in ("submit", "duration", "gpus"):
         out[col] = pd.to_numeric(df[col]).astype("float64")
     for col in ("workers", "weight"):
-        out[col] = pd.array(df[col], dtype="Int64") if col in df else pd.array([pd.NA] * len(df), dtype="Int64")
+        out[col] = pd.array(df[col], dtype="Int64") if col in df else \
+            pd.arrays.IntegerArray(np.zeros(len(df), np.int64), np.ones(len(df), bool))  # all NA
     out["deadline"] = pd.to_numeric(df["deadline"]).astype("float64") if "deadline" in df else np.nan
     for col in ("home_cluster", "gpu_type", "allowed_types", "tenant", "model"):
         if col in df:
@@ -92,39 +94,40 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     return out[list(JOB_COLUMNS)]
 
 
-def to_job_specs(df: pd.DataFrame, largest_node: int) -> list[JobSpec]:
-    """Turn a canonical table into :class:`JobSpec` records (worker rule of SPEC §2)."""
+def to_job_specs(df: pd.DataFrame, largest_node: int) -> JobSpecColumns:
+    """Turn a canonical table into the jobs' :class:`JobSpec` records, as columns (worker rule of SPEC §2):
+    the table's own columns, copied, so the table can go once the engine is built."""
     if df["job_id"].duplicated().any():
         dup = df.loc[df["job_id"].duplicated(), "job_id"].iloc[0]
         raise InputError(f"workload: job_id {dup!r} appears more than once; job ids must be unique")
-    jobs: list[JobSpec] = []
-    cols = [df[c].tolist() for c in JOB_COLUMNS]
     known_models = model_names()
-    for job_id, submit, duration, gpus, workers, weight, deadline, home, gtype, allowed, tenant, model \
-            in zip(*cols):
-        if model is not None and model not in known_models:
-            raise InputError(f"workload: job {job_id!r}: model {model!r} is not in the model table"
-                             f"{did_you_mean(model, known_models)}; valid: {', '.join(known_models)} "
-                             "(python -m simsched gpu-types --models)")
-        workers = derive_workers(gpus, largest_node) if workers is pd.NA or workers is None else int(workers)
-        weight = 1 if weight is pd.NA or weight is None else int(weight)
-        jobs.append(
-            JobSpec(
-                job_id=job_id,
-                submit=float(submit),
-                duration=float(duration),
-                gpus=float(gpus),
-                workers=workers,
-                weight=weight,
-                deadline=None if deadline != deadline else float(deadline),
-                home_cluster=home,
-                gpu_type=gtype,
-                allowed_types=None if allowed is None else tuple(str(allowed).split("|")),
-                tenant=None if tenant is None else str(tenant),
-                model=None if model is None else str(model),
-            )
-        )
-    return jobs
+    models = [None if model is None else str(model) for model in df["model"].tolist()]
+    unknown = set(models) - {None} - set(known_models)
+    if unknown:
+        i = next(i for i, model in enumerate(models) if model in unknown)
+        raise InputError(f"workload: job {df['job_id'].iloc[i]!r}: model {models[i]!r} is not in the model table"
+                         f"{did_you_mean(models[i], known_models)}; valid: {', '.join(known_models)} "
+                         "(python -m simsched gpu-types --models)")
+    gpus = df["gpus"].to_numpy(np.float64, copy=True)
+    workers = df["workers"].to_numpy(np.float64, na_value=np.nan)
+    derived = np.isnan(workers)
+    for value in np.unique(gpus[derived]).tolist():  # one derivation per distinct GPU count
+        workers[derived & (gpus == value)] = derive_workers(value, largest_node)
+    weight = df["weight"].to_numpy(np.float64, na_value=1.0)
+    return JobSpecColumns(
+        job_id=[str(job_id) for job_id in df["job_id"].tolist()],
+        submit=df["submit"].to_numpy(np.float64, copy=True),
+        duration=df["duration"].to_numpy(np.float64, copy=True),
+        gpus=gpus,
+        workers=workers.astype(np.int64),
+        weight=weight.astype(np.int64),
+        deadline=df["deadline"].to_numpy(np.float64, copy=True),
+        home_cluster=df["home_cluster"].tolist(),
+        gpu_type=df["gpu_type"].tolist(),
+        allowed_types=[None if allowed is None else str(allowed) for allowed in df["allowed_types"].tolist()],
+        tenant=[None if tenant is None else str(tenant) for tenant in df["tenant"].tolist()],
+        model=models,
+    )
 
 
 def concat(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:
