@@ -21,7 +21,9 @@ only GPUs spare at the shadow time), node by node, with the placement rule choos
 
 The running jobs' releases are kept sorted between decisions (:class:`RunningEnds`): each
 decision drops the jobs that ended and adds the ones the last decision started, instead of
-reading every running job again.
+reading every running job again. And when everything went as the last walk planned, its plan
+is carried on: the kept jobs' reservations stand, and only the jobs after them are walked
+(:class:`ReservingWalk`, "carried").
 
 Two details of the reference are kept exactly: a start whose end equals now (zero run time)
 holds its GPUs at this instant only (later jobs of the walk cannot have them now; the profile
@@ -209,7 +211,7 @@ class _Plan:
     """
 
     __slots__ = ("now", "free", "zero_runs", "booked", "booked_at", "made", "change_at", "changes", "start_ends",
-                 "empty_at", "overlapped", "reserved")
+                 "empty_at", "overlapped", "reserved", "marks", "marked", "skips")
 
     def __init__(self, now: float, free: list[int]) -> None:
         self.now = now
@@ -225,6 +227,15 @@ class _Plan:
         # not, and a placement rule may then choose other nodes (best fit: a tighter one)
         self.overlapped = False
         self.reserved = 0  # reservations booked so far (each one's walk order)
+        # the profile's value at some breakpoints after now (marks, ascending; marked, the values), kept
+        # up to date as changes come: a scan that need not test before a time starts from the last mark
+        # before it instead of from now
+        self.marks: list[float] = []
+        self.marked: list[list[int]] = []
+        # shape -> [(work, time)]: a job of that shape with at least that work fits at no breakpoint
+        # before that time (an earlier job's scan failed there, on at least as much capacity, over a
+        # window no longer; inf: it fits nowhere). Pairs by ascending work, times ascending.
+        self.skips: dict[tuple, list[tuple[float, float]]] = {}
         # this walk's changes to the profile after now, in time order (kept sorted as they come, not
         # sorted at every scan: with conservative, a scan per queued job): its starts' ends (+share)
         # and its reservations' starts (-share) and finite ends (+share)
@@ -238,7 +249,30 @@ class _Plan:
         change = (at, nodes, share)
         self.change_at.insert(i, at)
         self.changes.insert(i, change)
+        marked = self.marked
+        for k in range(bisect_left(self.marks, at), len(marked)):
+            values = marked[k]
+            for n in nodes:
+                values[n] += share
         return change
+
+    def skip_for(self, shape: tuple, work: float) -> float:
+        """The time before which a job of ``shape`` and ``work`` fits at no breakpoint (see skips)."""
+        pairs = self.skips.get(shape)
+        if not pairs:
+            return -math.inf
+        k = bisect_right(pairs, (work, math.inf)) - 1
+        return pairs[k][1] if k >= 0 else -math.inf
+
+    def _skipped(self, shape: tuple, work: float, at: float) -> None:
+        if self.skip_for(shape, work) >= at:
+            return
+        pairs = self.skips.setdefault(shape, [])
+        k = bisect_left(pairs, (work, -math.inf))
+        end = k
+        while end < len(pairs) and pairs[end][1] <= at:  # (those with more work and no later time)
+            end += 1
+        pairs[k:end] = [(work, at)]
 
     def _drop(self, change: Release) -> None:
         i = bisect_left(self.change_at, change[0])
@@ -289,6 +323,9 @@ class _Plan:
         gone = bisect_right(self.change_at, now)  # (the reservations' starts at now: in the free GPUs now)
         del self.change_at[:gone]
         del self.changes[:gone]
+        gone = bisect_right(self.marks, now)  # (the rest hold: the profile from now on is the planned one)
+        del self.marks[:gone]
+        del self.marked[:gone]
         self.now = now
         return starting
 
@@ -341,6 +378,9 @@ class _Plan:
         if not end > self.now:
             self.zero_runs.append((end, nodes, share))
             return
+        for values in self.marked:  # (all after now; the end's change gives it back to those after it)
+            for n in nodes:
+                values[n] -= share
         self.start_ends.append(self._change(end, nodes, share))
         for reservation in self.booked:  # it holds its nodes at each reservation's start before its end
             if reservation.at >= end:
@@ -354,9 +394,13 @@ class _Plan:
                     least[n] -= share
 
     def reserve(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-                view: SchedulerView, running: RunningEnds, first: int) -> None:
-        """Reserve ``job`` at the earliest breakpoint where it fits over its whole run, if any."""
-        slot = self._scan(job, cluster, groups, placement, view, running, first)
+                view: SchedulerView, running: RunningEnds, first: int, shape: tuple, work: float) -> None:
+        """Reserve ``job`` (of ``shape`` and ``work``) at the earliest breakpoint where it fits over its
+        whole run, if any."""
+        skip = self.skip_for(shape, work)
+        slot = None if skip == math.inf else self._scan(job, cluster, groups, placement, view, running, first, skip)
+        if not self.zero_runs:  # (else it failed now on GPUs held at this instant only, which a breakpoint
+            self._skipped(shape, work, math.inf if slot is None else slot[0])  # made later just after now has)
         if slot is None:
             return
         at, nodes, share, run, value, chose = slot
@@ -386,12 +430,13 @@ class _Plan:
         self.reserved += 1
 
     def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-              view: SchedulerView, running: RunningEnds,
-              first: int) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
+              view: SchedulerView, running: RunningEnds, first: int,
+              skip: float) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
         """The earliest breakpoint t (now, a release, a reservation's start or end) at which ``job``
         fits over its whole run: (t, nodes, share, run time, the profile's value at t, the placement's
         call: (placement, group, workers, the values it chose on)); None when it
-        fits at none. Walks the profile's changes in time order, from the GPUs free at this instant."""
+        fits at none. Walks the profile's changes in time order, from the GPUs free at this instant, or
+        from the last mark at or before ``skip`` (no breakpoint before it is tested)."""
         now = self.now
         workers = job.workers
         options = []  # (group key, nodes, per worker, run time)
@@ -399,7 +444,18 @@ class _Plan:
             if cluster is None or option.cluster == cluster:
                 key = (option.cluster, option.gpu_type)
                 options.append((key, groups[key], option.per_worker, view.remaining_time(job, option.speed)))
-        value = self.free[:]
+        marks = self.marks
+        m = bisect_right(marks, skip) - 1 if skip > now else -1
+        if m >= 0:  # (marks are after now: the zero runs are given back there)
+            t = marks[m]
+            value = self.marked[m][:]
+            i, j = bisect_right(running.ends, t), bisect_right(self.change_at, t)
+            pending = []
+        else:
+            t = now
+            value = self.free[:]
+            i, j = first, 0
+            pending = list(self.zero_runs)  # given back with the first breakpoint after now
         # slots per option: workers of its size that fit on its group's nodes at t (a placement needs one
         # each, and the window's least is no more than the value at t)
         slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
@@ -411,15 +467,19 @@ class _Plan:
         # this walk's changes after now, in time order (the order of changes at one time does not
         # matter: all of them are applied before the next test)
         changes, change_at = self.changes, self.change_at
-        i, j = first, 0
         n_ends, n_changes = len(ends), len(change_at)  # (neither changes during a scan)
         inf = math.inf
         booked = self.booked
-        t = now
-        pending = list(self.zero_runs)  # given back with the first breakpoint after now
+        applied = 0  # changes applied since the last mark (or the start)
         while True:
+            if applied >= 24:  # a mark at t, the profile's value there (t > now: changes were applied)
+                applied = 0
+                m = bisect_left(marks, t)
+                if m == len(marks) or marks[m] != t:
+                    marks.insert(m, t)
+                    self.marked.insert(m, value[:])
             for k, (_, nodes, per_worker, run) in enumerate(options):
-                if slots[k] >= workers:
+                if slots[k] >= workers and t >= skip:
                     scratch = self._least(value, t, t + run) if booked else value[:]
                     chosen = placement(nodes, per_worker, workers, scratch)
                     if chosen is not None:
@@ -443,6 +503,7 @@ class _Plan:
                 else:
                     break
                 _, changed, share = change
+                applied += 1
                 for n in changed:
                     old = value[n]
                     new = value[n] = old + share
@@ -669,7 +730,7 @@ class ReservingWalk:
                 failed_now[shape] = min(failed_now.get(shape, math.inf), work)
                 if len(made) < depth:
                     prefix_failed[shape] = min(prefix_failed.get(shape, math.inf), work)
-                    plan.reserve(job, cluster, groups, placement, view, running, first)
+                    plan.reserve(job, cluster, groups, placement, view, running, first, shape, work)
                     if len(made) >= depth:
                         prefix_end = index + 1
                 continue

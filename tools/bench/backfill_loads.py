@@ -39,7 +39,8 @@ def run(scenario: str, load: float, mode: str, timeout: float, tree: Path = REPO
     args = [sys.executable, "-m", "simsched", scenario, "--quiet", "--set", f"workload.load={load}",
             "--set", f"scheduler.backfill={BACKFILL[mode]}"]
     started = time.perf_counter()
-    child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+    # (started in ``tree``: ``python -m`` puts the working directory first on the path, before PYTHONPATH)
+    child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tree)
     while True:
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         wall = time.perf_counter() - started
@@ -68,7 +69,7 @@ def main() -> int:
     args = p.parse_args()
     if args.baseline is not None and not (args.baseline / "simsched" / "__init__.py").is_file():
         p.error(f"--baseline {args.baseline}: not a checkout of simsched (no simsched/__init__.py there)")
-    scenario = str(Path(args.scenario).resolve())  # (the baseline's runs start in this checkout too)
+    scenario = str(Path(args.scenario).resolve())  # (each run starts in its own checkout: one scenario file)
     trees = [("this", REPO)] + ([("baseline", args.baseline.resolve())] if args.baseline is not None else [])
     rows = []
     for load in args.loads:
