@@ -21,7 +21,9 @@ only GPUs spare at the shadow time), node by node, with the placement rule choos
 
 The running jobs' releases are kept sorted between decisions (:class:`RunningEnds`): each
 decision drops the jobs that ended and adds the ones the last decision started, instead of
-reading every running job again.
+reading every running job again. And when everything went as the last walk planned, its plan
+is carried on: the kept jobs' reservations stand, and only the jobs after them are walked
+(:class:`ReservingWalk`, "carried").
 
 Two details of the reference are kept exactly: a start whose end equals now (zero run time)
 holds its GPUs at this instant only (later jobs of the walk cannot have them now; the profile
@@ -70,8 +72,8 @@ class RunningEnds:
     sight) forces a rebuild: its kept release is that of its earlier run.
     """
 
-    __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "_started", "_now", "_changes", "_fleet",
-                 "node_group")
+    __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "counted", "_started", "_now", "_changes",
+                 "_fleet", "node_group")
 
     def __init__(self) -> None:
         self.ends: list[float] = []
@@ -79,6 +81,10 @@ class RunningEnds:
         self.owners: list[int] = []  # id() of each release's job, in the same order
         self.members: set[int] = set()  # the ids in owners
         self.rebuilt = True  # whether the last sync rebuilt it (the running jobs changed out of its sight)
+        # whether the last sync saw by the count that exactly the noted starts began (then) and the kept
+        # jobs that ended did (not by identity: a wrapper's sub-view may leave out a job started in the
+        # same decision, which would then look ended)
+        self.counted = False
         self._started: list[JobView] = []
         self._now = -math.inf
         self._changes: int | None = None  # the view's running_changes at the last sync
@@ -113,6 +119,7 @@ class RunningEnds:
         known, self._changes = self._changes, changes
         then, self._now = self._now, now
         stale = now < then
+        counted = False
         if not stale:
             members = self.members
             for job in started:
@@ -128,6 +135,7 @@ class RunningEnds:
                 del self.owners[:done]
             if not stale:
                 if changes is not None and known is not None and changes == known + len(started) + done:
+                    counted = True
                     for job in started:
                         if job.run_start != then:  # not started then (the decision was not applied as walked)
                             stale = True
@@ -136,6 +144,7 @@ class RunningEnds:
                     running = view.running
                     stale = len(self.ends) != len(running) or self.members != set(map(id, running))
         self.rebuilt = stale
+        self.counted = counted and not stale
         if stale:
             self._rebuild(view.running)
         return bisect_right(self.ends, now)
@@ -161,14 +170,34 @@ class _Reservation:
     ``share`` per entry of ``nodes``; ``least``: each of its nodes' free milli-GPUs in the profile
     at ``at`` (this reservation and everything else held then taken out)."""
 
-    __slots__ = ("at", "end", "nodes", "share", "least")
+    __slots__ = ("at", "end", "nodes", "share", "least", "job", "ends", "order", "chose")
 
-    def __init__(self, at: float, end: float, nodes: tuple[int, ...], share: int, least: dict[int, int]) -> None:
+    def __init__(self, at: float, end: float, nodes: tuple[int, ...], share: int, least: dict[int, int],
+                 job: JobView, ends: Release | None, order: int, chose: tuple) -> None:
         self.at = at
         self.end = end
         self.nodes = nodes
         self.share = share
         self.least = least
+        self.job = job
+        self.ends = ends  # its end in the plan's changes (None: it never ends)
+        self.order = order  # its place in walk order among the plan's reservations
+        # (placement, group, workers, values): the call that chose its nodes, on the least free GPUs of its
+        # window then (the jobs before it in walk order held); see _Plan.overlaps
+        self.chose = chose
+
+    def still_chosen(self, end: float, nodes: tuple[int, ...], share: int) -> bool:
+        """Whether a job that runs from now (before ``at``) to ``end`` on ``nodes``, started after this
+        one was reserved by a job after it in walk order, leaves this one's choice as it was: its
+        window's least free GPUs drop by that job's share on its nodes (when it runs over the whole
+        window; else the drop is not known here: False), and the placement must choose the same
+        nodes on them (the time stays: less capacity fits no earlier, and the nodes still fit)."""
+        if end < self.end:
+            return False
+        placement, group, workers, values = self.chose
+        for n in nodes:
+            values[n] -= share
+        return placement(group, self.share, workers, values[:]) == self.nodes
 
 
 class _Plan:
@@ -181,7 +210,8 @@ class _Plan:
     [s, e) is its value at s, or at the start of one of its reservations inside the window.
     """
 
-    __slots__ = ("now", "free", "zero_runs", "booked", "booked_at", "made", "change_at", "changes")
+    __slots__ = ("now", "free", "zero_runs", "booked", "booked_at", "made", "change_at", "changes", "start_ends",
+                 "empty_at", "overlapped", "reserved", "marks", "marked", "skips")
 
     def __init__(self, now: float, free: list[int]) -> None:
         self.now = now
@@ -189,17 +219,115 @@ class _Plan:
         self.zero_runs: list[Release] = []  # starts that end now: the profile after now never holds them
         self.booked: list[_Reservation] = []  # by start time
         self.booked_at: list[float] = []
-        self.made: list[tuple[str, float, tuple[int, ...]]] = []  # every reservation (job_id, time, nodes)
+        # every reservation, in walk order: job_id -> (job_id, time, nodes)
+        self.made: dict[str, tuple[str, float, tuple[int, ...]]] = {}
+        self.empty_at = math.inf  # the earliest reservation of an empty run (made, not booked)
+        # whether a job after a booked one in walk order started while that one's run would overlap it:
+        # a walk made later would see it running when it reserves the earlier job, where this one did
+        # not, and a placement rule may then choose other nodes (best fit: a tighter one)
+        self.overlapped = False
+        self.reserved = 0  # reservations booked so far (each one's walk order)
+        # the profile's value at some breakpoints after now (marks, ascending; marked, the values), kept
+        # up to date as changes come: a scan that need not test before a time starts from the last mark
+        # before it instead of from now
+        self.marks: list[float] = []
+        self.marked: list[list[int]] = []
+        # shape -> [(work, time)]: a job of that shape with at least that work fits at no breakpoint
+        # before that time (an earlier job's scan failed there, on at least as much capacity, over a
+        # window no longer; inf: it fits nowhere). Pairs by ascending work, times ascending.
+        self.skips: dict[tuple, list[tuple[float, float]]] = {}
         # this walk's changes to the profile after now, in time order (kept sorted as they come, not
         # sorted at every scan: with conservative, a scan per queued job): its starts' ends (+share)
         # and its reservations' starts (-share) and finite ends (+share)
         self.change_at: list[float] = []
         self.changes: list[Release] = []
+        # this walk's starts' ends among the changes (next walk, they are running jobs' releases)
+        self.start_ends: list[Release] = []
 
-    def _change(self, at: float, nodes: tuple[int, ...], share: int) -> None:
+    def _change(self, at: float, nodes: tuple[int, ...], share: int) -> Release:
         i = bisect_right(self.change_at, at)
+        change = (at, nodes, share)
         self.change_at.insert(i, at)
-        self.changes.insert(i, (at, nodes, share))
+        self.changes.insert(i, change)
+        marked = self.marked
+        for k in range(bisect_left(self.marks, at), len(marked)):
+            values = marked[k]
+            for n in nodes:
+                values[n] += share
+        return change
+
+    def skip_for(self, shape: tuple, work: float) -> float:
+        """The time before which a job of ``shape`` and ``work`` fits at no breakpoint (see skips)."""
+        pairs = self.skips.get(shape)
+        if not pairs:
+            return -math.inf
+        k = bisect_right(pairs, (work, math.inf)) - 1
+        return pairs[k][1] if k >= 0 else -math.inf
+
+    def _skipped(self, shape: tuple, work: float, at: float) -> None:
+        if self.skip_for(shape, work) >= at:
+            return
+        pairs = self.skips.setdefault(shape, [])
+        k = bisect_left(pairs, (work, -math.inf))
+        end = k
+        while end < len(pairs) and pairs[end][1] <= at:  # (those with more work and no later time)
+            end += 1
+        pairs[k:end] = [(work, at)]
+
+    def _drop(self, change: Release) -> None:
+        i = bisect_left(self.change_at, change[0])
+        while self.changes[i] is not change:
+            i += 1
+        del self.change_at[i]
+        del self.changes[i]
+
+    def predicted_free(self, released: Sequence[Release], until: float) -> list[int]:
+        """The GPUs free at ``until`` (>= now, before any change after it) if everything goes as
+        planned: the free GPUs now, plus the releases up to ``until`` (``released``: the running
+        jobs'; and this walk's starts'), less nothing reserved (a reservation at ``until`` has not
+        started yet)."""
+        free = self.free[:]
+        for _, nodes, share in self.zero_runs:
+            for n in nodes:
+                free[n] += share
+        for _, nodes, share in released:
+            for n in nodes:
+                free[n] += share
+        for end, nodes, share in self.start_ends:
+            if end <= until:
+                for n in nodes:
+                    free[n] += share
+        return free
+
+    def advance(self, now: float, free: Sequence[int]) -> list[_Reservation]:
+        """Move the plan to ``now``, where the GPUs free are ``free`` as planned (see
+        :meth:`ReservingWalk.__call__`): the last walk's starts run (their ends leave the changes:
+        they are running jobs' releases now); the reservations at ``now`` start, in walk order
+        (returned; their ends become this walk's starts' ends); the rest stay as they were."""
+        for change in self.start_ends:
+            self._drop(change)
+        self.start_ends = []
+        self.zero_runs = []
+        booked, booked_at = self.booked, self.booked_at
+        due = bisect_right(booked_at, now)
+        starting = booked[:due]
+        del booked[:due]
+        del booked_at[:due]
+        self.free = list(free)
+        for reservation in starting:  # (a start now of the same nodes over the same run)
+            for n in reservation.nodes:
+                self.free[n] -= reservation.share
+            del self.made[reservation.job.job_id]
+            if reservation.ends is not None:
+                self.start_ends.append(reservation.ends)
+        gone = bisect_right(self.change_at, now)  # (the reservations' starts at now: in the free GPUs now)
+        del self.change_at[:gone]
+        del self.changes[:gone]
+        gone = bisect_right(self.marks, now)  # (the rest hold: the profile from now on is the planned one)
+        del self.marks[:gone]
+        del self.marked[:gone]
+        self.now = now
+        return starting
 
     def _least(self, values: list[int], after: float, before: float) -> list[int]:
         """``values`` (a copy) lowered to each reserved node's value at the start of its
@@ -250,25 +378,36 @@ class _Plan:
         if not end > self.now:
             self.zero_runs.append((end, nodes, share))
             return
-        self._change(end, nodes, share)
+        for values in self.marked:  # (all after now; the end's change gives it back to those after it)
+            for n in nodes:
+                values[n] -= share
+        self.start_ends.append(self._change(end, nodes, share))
         for reservation in self.booked:  # it holds its nodes at each reservation's start before its end
             if reservation.at >= end:
                 break
+            # (every booked job is before it in walk order: see _Reservation.still_chosen)
+            if not self.overlapped and not reservation.still_chosen(end, nodes, share):
+                self.overlapped = True
             least = reservation.least
             for n in nodes:
                 if n in least:
                     least[n] -= share
 
     def reserve(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-                view: SchedulerView, running: RunningEnds, first: int) -> None:
-        """Reserve ``job`` at the earliest breakpoint where it fits over its whole run, if any."""
-        slot = self._scan(job, cluster, groups, placement, view, running, first)
+                view: SchedulerView, running: RunningEnds, first: int, shape: tuple, work: float) -> None:
+        """Reserve ``job`` (of ``shape`` and ``work``) at the earliest breakpoint where it fits over its
+        whole run, if any."""
+        skip = self.skip_for(shape, work)
+        slot = None if skip == math.inf else self._scan(job, cluster, groups, placement, view, running, first, skip)
+        if not self.zero_runs:  # (else it failed now on GPUs held at this instant only, which a breakpoint
+            self._skipped(shape, work, math.inf if slot is None else slot[0])  # made later just after now has)
         if slot is None:
             return
-        at, nodes, share, run, value = slot
-        self.made.append((job.job_id, at, nodes))
+        at, nodes, share, run, value, chose = slot
+        self.made[job.job_id] = (job.job_id, at, nodes)
         end = at + run
         if not end > at:  # an empty run reserves nothing
+            self.empty_at = min(self.empty_at, at)
             return
         booked = self.booked
         for k in range(bisect_left(self.booked_at, at), len(booked)):  # the reservations it spans (starting
@@ -282,19 +421,22 @@ class _Plan:
         least_here: dict[int, int] = {}
         for n in nodes:
             least_here[n] = least_here.get(n, value[n]) - share
-        i = bisect_right(self.booked_at, at)
-        self.booked_at.insert(i, at)
-        self.booked.insert(i, _Reservation(at, end, nodes, share, least_here))
         self._change(at, nodes, -share)
-        if math.isfinite(end):
-            self._change(end, nodes, share)
+        ends = self._change(end, nodes, share) if math.isfinite(end) else None
+        i = bisect_right(self.booked_at, at)  # (after those at the same time: booked is in walk order there)
+        self.booked_at.insert(i, at)
+        self.booked.insert(i, _Reservation(at, end, nodes, share, least_here, job, ends, self.reserved,
+                                                  chose))
+        self.reserved += 1
 
     def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-              view: SchedulerView, running: RunningEnds,
-              first: int) -> tuple[float, tuple[int, ...], int, float, list[int]] | None:
+              view: SchedulerView, running: RunningEnds, first: int,
+              skip: float) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
         """The earliest breakpoint t (now, a release, a reservation's start or end) at which ``job``
-        fits over its whole run: (t, nodes, share, run time, the profile's value at t); None when it
-        fits at none. Walks the profile's changes in time order, from the GPUs free at this instant."""
+        fits over its whole run: (t, nodes, share, run time, the profile's value at t, the placement's
+        call: (placement, group, workers, the values it chose on)); None when it
+        fits at none. Walks the profile's changes in time order, from the GPUs free at this instant, or
+        from the last mark at or before ``skip`` (no breakpoint before it is tested)."""
         now = self.now
         workers = job.workers
         options = []  # (group key, nodes, per worker, run time)
@@ -302,7 +444,18 @@ class _Plan:
             if cluster is None or option.cluster == cluster:
                 key = (option.cluster, option.gpu_type)
                 options.append((key, groups[key], option.per_worker, view.remaining_time(job, option.speed)))
-        value = self.free[:]
+        marks = self.marks
+        m = bisect_right(marks, skip) - 1 if skip > now else -1
+        if m >= 0:  # (marks are after now: the zero runs are given back there)
+            t = marks[m]
+            value = self.marked[m][:]
+            i, j = bisect_right(running.ends, t), bisect_right(self.change_at, t)
+            pending = []
+        else:
+            t = now
+            value = self.free[:]
+            i, j = first, 0
+            pending = list(self.zero_runs)  # given back with the first breakpoint after now
         # slots per option: workers of its size that fit on its group's nodes at t (a placement needs one
         # each, and the window's least is no more than the value at t)
         slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
@@ -314,19 +467,25 @@ class _Plan:
         # this walk's changes after now, in time order (the order of changes at one time does not
         # matter: all of them are applied before the next test)
         changes, change_at = self.changes, self.change_at
-        i, j = first, 0
         n_ends, n_changes = len(ends), len(change_at)  # (neither changes during a scan)
         inf = math.inf
         booked = self.booked
-        t = now
-        pending = list(self.zero_runs)  # given back with the first breakpoint after now
+        applied = 0  # changes applied since the last mark (or the start)
         while True:
+            if applied >= 24:  # a mark at t, the profile's value there (t > now: changes were applied)
+                applied = 0
+                m = bisect_left(marks, t)
+                if m == len(marks) or marks[m] != t:
+                    marks.insert(m, t)
+                    self.marked.insert(m, value[:])
             for k, (_, nodes, per_worker, run) in enumerate(options):
-                if slots[k] >= workers:
+                if slots[k] >= workers and t >= skip:
                     scratch = self._least(value, t, t + run) if booked else value[:]
                     chosen = placement(nodes, per_worker, workers, scratch)
                     if chosen is not None:
-                        return t, chosen, per_worker, run, value
+                        for n in chosen:  # (the values the placement chose on, kept with the reservation)
+                            scratch[n] += per_worker
+                        return t, chosen, per_worker, run, value, (placement, nodes, workers, scratch)
             next_running = ends[i] if i < n_ends else inf
             next_change = change_at[j] if j < n_changes else inf
             t = next_running if next_running < next_change else next_change
@@ -344,6 +503,7 @@ class _Plan:
                 else:
                     break
                 _, changed, share = change
+                applied += 1
                 for n in changed:
                     old = value[n]
                     new = value[n] = old + share
@@ -354,11 +514,13 @@ class _Plan:
 
 
 class _Resume:
-    """What a walk that started nothing leaves for the next one (see :class:`ReservingWalk`)."""
+    """What a walk leaves for the next one (see :class:`ReservingWalk`)."""
 
-    __slots__ = ("now", "free", "seen", "length", "last", "failed_now", "plan")
+    __slots__ = ("now", "free", "seen", "length", "last", "failed_now", "plan", "started", "kept", "prefix_failed",
+                 "full", "gone")
 
-    def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan) -> None:
+    def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan,
+                 started: list[JobView], prefix_end: int, prefix_failed: dict, full: bool) -> None:
         self.now = view.now
         self.free = view.free
         self.seen = list(ordered)  # (a copy: the scheduler's sorted queue changes in place)
@@ -366,15 +528,74 @@ class _Resume:
         self.last = ordered[-1] if ordered else None
         self.failed_now = failed_now
         self.plan = plan
+        self.started = bool(started)
+        # the jobs up to the one whose reservation used the last of the depth (all of them while
+        # reservations remain), less those started: the jobs whose fate a later walk may keep
+        self.gone: set[int] = set()
+        if started:
+            gone = self.gone = set(map(id, started))
+            self.kept = [job for job in ordered[:prefix_end] if id(job) not in gone]
+        else:
+            self.kept = self.seen[:prefix_end]
+        self.prefix_failed = prefix_failed  # the least work per shape of their jobs that did not fit now
+        self.full = full  # whether the reservations used the depth
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
-        """Whether only arrivals came since, all sorting after the jobs that walk saw: ``ordered``
-        begins with the very jobs that walk saw, in its order (one comparison of identities, in C;
-        a list that merely grew to the same last job will not do: the starvation guard's front, or a
-        wrapper's sub-queue, may hold other jobs before it)."""
+        """Whether that walk started nothing, and only arrivals came since, all sorting after the jobs
+        that walk saw: ``ordered`` begins with the very jobs that walk saw, in its order (one
+        comparison of identities, in C; a list that merely grew to the same last job will not do:
+        the starvation guard's front, or a wrapper's sub-queue, may hold other jobs before it)."""
         length = self.length
-        return (view.now >= self.now and view.free == self.free and len(ordered) >= length
+        return (not self.started and view.now >= self.now and view.free == self.free and len(ordered) >= length
                 and (length == 0 or ordered[length - 1] is self.last) and ordered[:length] == self.seen)
+
+    def carries_to(self, view: SchedulerView, ordered: Sequence[JobView], released: Sequence[Release],
+                   conservative: bool) -> int | None:
+        """Whether the plan holds from ``view.now`` on, unchanged (see :class:`ReservingWalk`): no
+        reservation before now (with ``easy``, none at now either: the depth would move to a later
+        job); ``ordered`` begins with the kept jobs; the GPUs free now are the planned ones, the
+        running jobs' releases in (then, now] given back (``released``; the running jobs themselves
+        checked by the caller). None when it does not; else how many jobs of ``ordered`` that walk
+        decided for good: the kept ones, or, when nothing was given back and no reservation is at
+        now (the profile from then to now did not change), every job it saw but did not start."""
+        now, plan = view.now, self.plan
+        # (an empty run reserved holds nothing: later starts may move it; a start that ended at once held
+        # its GPUs then, which the reservations after it in that walk had to wait for)
+        if now < self.now or plan.empty_at < math.inf or plan.zero_runs or plan.overlapped:
+            return None
+        booked_at = plan.booked_at
+        if booked_at and (booked_at[0] < now or (booked_at[0] == now and not conservative)):
+            return None
+        kept = self.kept
+        length = len(kept)
+        if len(ordered) < length or (length and ordered[length - 1] is not kept[-1]) or ordered[:length] != kept:
+            return None
+        if plan.predicted_free(released, now) != list(view.free):
+            return None
+        if booked_at and booked_at[0] == now:
+            # those reserved at now start now: each must leave the choice of every job before it in walk
+            # order whose run it would overlap as it was (a later walk sees it running when it reserves
+            # that job; see _Reservation.still_chosen). (Last: the check spends the plan when it fails.)
+            booked = plan.booked
+            due = bisect_right(booked_at, now)
+            last = max(reservation.order for reservation in booked[:due])
+            end = max(reservation.end for reservation in booked[:due])
+            for k in range(due, len(booked)):
+                reservation = booked[k]
+                if reservation.at >= end:
+                    break
+                if reservation.order < last:
+                    for r in booked[:due]:
+                        if (r.order > reservation.order and r.end > reservation.at
+                                and not reservation.still_chosen(r.end, r.nodes, r.share)):
+                            return None
+            return length
+        if (self.full and not released and all(end > now for end, _, _ in plan.start_ends)):
+            gone = self.gone
+            left = [job for job in self.seen if id(job) not in gone] if gone else self.seen
+            if len(ordered) >= len(left) and ordered[:len(left)] == left:
+                return len(left)
+        return length
 
 
 class ReservingWalk:
@@ -382,12 +603,25 @@ class ReservingWalk:
     ``depth`` jobs that cannot start (``easy``: ``reserve_depth``; ``conservative``: all): the same
     starts and reservations, for one scheduler's decisions in turn (it keeps the running jobs' ends).
 
-    A walk that starts nothing is resumed by the next one when only arrivals came in between and
-    they all sort after the jobs it saw (``resumable``: a static ordering and allocation): the same
-    GPUs are free and the same jobs run, so every job it saw fails again (the window of a later
-    start reaches the same reservations or more, with no more capacity; every built-in
-    placement fits only where it would fit on more), the reservations are the same, and only the
-    new jobs are walked.
+    With ``resumable`` (a static ordering and allocation) a walk builds on the last one's plan:
+
+    - **resumed**: when the last walk started nothing and only arrivals came in between, all
+      sorting after the jobs it saw, the same GPUs are free and the same jobs run, so every job it
+      saw fails again (the window of a later start reaches the same reservations or more, with no
+      more capacity; every built-in placement fits only where it would fit on more), the
+      reservations are the same, and only the new jobs are walked;
+    - **carried**: when everything went as planned since (the last walk's starts run, the running
+      jobs that ended did so at their planned ends, the GPUs free now are the planned ones, no
+      reservation's time has passed, and the jobs it kept begin the queue), the profile from now on
+      is the last walk's. So each kept job's reservation is found again at the same time on the
+      same nodes (the breakpoints it failed at are gone or fail again, for the same reason as
+      above), and one reserved at now starts now on its nodes (``conservative``; with ``easy`` a
+      reservation at now moves the depth to a later job: the walk is not carried). Only the jobs
+      after the kept ones are walked: with ``easy``, those after the job whose reservation used the
+      depth (they may fit now where they did not then), with ``conservative`` the arrivals. This is
+      what keeps a conservative decision about the changes, not the queue times its reservations.
+      The jobs' failures to start now are kept only for the kept jobs still waiting (the least
+      work per shape), and forgotten when one of them starts now.
 
     With ``resumable`` it also keeps each queued job's cluster, shape and remaining work between
     decisions (``cluster_for`` of a static allocation sticks, and a queued job's remaining time
@@ -403,6 +637,7 @@ class ReservingWalk:
         self._resume: _Resume | None = None
         # id(job) -> (job, queue_seq, cluster, shape, remaining time): see the class docstring
         self._facts: dict[int, tuple] = {}
+        self.carried = 0  # decisions that carried the last walk's plan (for tests and benches)
 
     def __call__(self, ordered: Sequence[JobView], cluster_of: Callable[[JobView, SchedulerView], int | None],
                  view: SchedulerView, placement: Placement,
@@ -415,28 +650,60 @@ class ReservingWalk:
             self._resume = None
             return [], []
         running = self.running_ends
+        resume, self._resume = self._resume, None
+        if not resumable:
+            resume = None
+        released: list[Release] = []
+        if resume is not None and view.now >= resume.now:  # the kept releases in (then, now], before sync drops them
+            ends = running.ends
+            released = running.releases[bisect_right(ends, resume.now):bisect_right(ends, view.now)]
         first = running.sync(view)
         groups = view.fleet.groups
         depth = self.depth
+        # (a stateful rule, round robin, may choose otherwise once the engine moved its pointer: no carry)
+        stateless = getattr(placement, "_pointer", None) is None
         placement = hypothetical(placement)  # every placement below is a trial on a scratch list
         remaining_time = view.remaining_time
         starts: list[tuple[str, tuple[int, ...]]] = []
         started: list[JobView] = []
-        resume, self._resume = self._resume, None
+        if not resumable or running.rebuilt:
+            self._facts = {}
+        facts = self._facts if resumable else None
         # (a rebuild: jobs started or stopped out of the walk's sight, which the free GPUs may not show)
-        if resumable and resume is not None and not running.rebuilt and resume.holds_for(view, ordered):
+        if resume is not None and running.rebuilt:
+            resume = None
+        prefix_end: int | None = None  # the walk's index after the job whose reservation used the depth
+        if resume is not None and resume.holds_for(view, ordered):
             begin, failed_now, plan = resume.length, resume.failed_now, resume.plan
+            prefix_failed = resume.prefix_failed
             plan.now = view.now
+            if resume.full:
+                prefix_end = len(resume.kept)
+        elif (resume is not None and running.counted and stateless
+              and (done := resume.carries_to(view, ordered, released, depth == math.inf)) is not None):
+            plan = resume.plan
+            begin = done  # (those reserved at now among them, still queued, start now)
+            for reservation in plan.advance(view.now, view.free):
+                job = reservation.job
+                starts.append((job.job_id, reservation.nodes))
+                started.append(job)
+                if facts is not None:
+                    facts.pop(id(job), None)
+            # the kept jobs' failures now (all of them still fail now) unless one of them starts now;
+            # all the seen jobs' when they all stay as they were
+            prefix_failed = {} if started else resume.prefix_failed
+            failed_now = resume.failed_now if done > len(resume.kept) else dict(prefix_failed)
+            if resume.full:
+                prefix_end = len(resume.kept)
+            self.carried += 1
         else:
             # shape -> the least work that did not fit now (as reserving_walk: a longer one fails too;
             # -inf: it did not fit the GPUs free now, with no reservation in its window: none fits)
             failed_now: dict[tuple, float] = {}
+            prefix_failed = {}  # the same as work, for the jobs up to prefix_end
             begin, plan = 0, _Plan(view.now, list(view.free))
         made = plan.made
         fit_now = plan.fit_now
-        if not resumable or running.rebuilt:
-            self._facts = {}
-        facts = self._facts if resumable else None
         for index in range(begin, len(ordered)):
             job = ordered[index]
             known = None if facts is None else facts.get(id(job))
@@ -462,7 +729,10 @@ class ReservingWalk:
             if found is None:
                 failed_now[shape] = min(failed_now.get(shape, math.inf), work)
                 if len(made) < depth:
-                    plan.reserve(job, cluster, groups, placement, view, running, first)
+                    prefix_failed[shape] = min(prefix_failed.get(shape, math.inf), work)
+                    plan.reserve(job, cluster, groups, placement, view, running, first, shape, work)
+                    if len(made) >= depth:
+                        prefix_end = index + 1
                 continue
             nodes, share, run = found
             plan.start(nodes, share, run)
@@ -471,9 +741,11 @@ class ReservingWalk:
             if facts is not None:
                 del facts[id(job)]
         running.started(started)
-        if resumable and not starts:
-            self._resume = _Resume(view, ordered, failed_now, plan)
-        return starts, list(made)
+        if resumable:
+            self._resume = _Resume(view, ordered, failed_now, plan, started,
+                                   len(ordered) if prefix_end is None else prefix_end, prefix_failed,
+                                   prefix_end is not None)
+        return starts, list(made.values())
 
 
 __all__ = ["ReservingWalk", "RunningEnds"]
