@@ -51,7 +51,6 @@ import gc
 import io
 import multiprocessing
 import os
-import pickle
 import re
 import resource
 import signal
@@ -68,6 +67,7 @@ from typing import Any
 
 from simsched.core import interrupts, watch
 from simsched.core.errors import InputError, SimschedError
+from simsched.runs import messages
 
 #: fork exists here: user code runs in a child process
 AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
@@ -116,10 +116,9 @@ def _portable(exc: BaseException) -> BaseException:
     """``exc`` as it can cross the pipe: itself when it pickles, else a SimschedError of its text;
     the child's traceback goes along as a note (``--debug`` shows it)."""
     text = "".join(traceback.format_exception(exc))
-    try:
-        pickle.loads(pickle.dumps(exc))
+    if messages.acceptable(exc):  # what the parent reads (simsched.runs.messages): plain data only
         sent = exc
-    except Exception:  # noqa: BLE001 - anything that does not pickle travels as text
+    else:  # the user's own exception class, or one that does not pickle: its text
         kind = InputError if isinstance(exc, InputError) else SimschedError
         sent = kind(str(exc))
     sent.__cause__ = None
@@ -349,13 +348,13 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
         ready = wait([receiver, process.sentinel], timeout=TICK_S)
         if receiver in ready:
             try:
-                kind, payload = receiver.recv()
+                kind, payload = messages.receive(receiver)
             except (EOFError, OSError):
                 break  # it died: its exit code says how
-            except pickle.UnpicklingError:  # a message the child's own threads garbled
+            except messages.Refused as exc:  # garbled by the child's own threads, or crafted: not read
                 child.close()
-                raise RunFailed(f"{prefix}{who}: its process sent a damaged message and was stopped "
-                                f"({_where(board)})") from None
+                raise RunFailed(f"{prefix}{who}: its process sent a message simsched does not accept ({exc}) "
+                                f"and was stopped ({_where(board)})") from None
             if kind == "progress":
                 if progress is not None:
                     progress(payload)
@@ -428,8 +427,8 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                 deadline = time.monotonic() + INTERRUPT_GRACE_S
                 while child.receiver.poll(max(0.0, deadline - time.monotonic())):
                     try:
-                        kind, payload = child.receiver.recv()
-                    except (EOFError, OSError):
+                        kind, payload = messages.receive(child.receiver)
+                    except (EOFError, OSError, messages.Refused):
                         break
                     if kind == "ok":
                         child.process.join(1)
