@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import simsched
@@ -330,3 +331,24 @@ def test_a_tenant_metric_for_a_tenant_of_the_trace_alone_is_accepted(tmp_path: P
     spec = load_spec(_spec(tmp_path, "trace.toml", "avg_wait@vc3"))
     with pytest.raises(InputError, match=r"valid: avg_wait@\(no tenant\), avg_wait@vc1, avg_wait@vc2"):
         check_tenant_metric(spec, plan(spec))
+
+
+@pytest.mark.parametrize("column, value, message", [
+    ("job_id", "b\x1b[31m", r"workload: job_id 'b\\x1b\[31m' holds control characters \(U\+001B\)"),
+    ("tenant", "t\x00x", r"workload: job 'b': tenant 't\\x00x' holds control characters \(U\+0000\)"),
+    ("tenant", "a\nb", r"workload: job 'b': tenant 'a\\nb' holds control characters \(U\+000A\)"),
+])
+def test_control_characters_in_trace_job_ids_and_tenants_are_one_line(tmp_path, column, value, message) -> None:
+    """Job ids and tenants from any reader end up in tables, per-tenant figure names and the terminal
+    (an ESC sequence recolours it; a NUL ends a file name): refused in the one place every reader's
+    table passes through (simsched.workloads.table.to_job_specs), naming the job."""
+    from simsched.core.errors import InputError
+    from simsched.workloads.table import normalize, to_job_specs
+
+    rows = {"job_id": ["a", "b"], "submit": [0.0, 5.0], "duration": [10.0, 10.0], "gpus": [1, 1],
+            "tenant": ["t1", "t1"]}
+    rows[column] = [rows[column][0], value]
+    with pytest.raises(InputError, match=message):
+        to_job_specs(normalize(pd.DataFrame(rows)), 8)
+    rows[column] = [rows[column][0], "b" if column == "job_id" else "t2"]
+    assert to_job_specs(normalize(pd.DataFrame(rows)), 8).job_id == ["a", "b"]

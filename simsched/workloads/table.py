@@ -25,6 +25,7 @@ Rows a reader could not use are counted in a :class:`SkipReport` by reason.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simsched.core.errors import InputError, did_you_mean
+from simsched.core.errors import InputError, control_characters, did_you_mean
 from simsched.core.jobstore import JobSpecColumns
 from simsched.core.model import derive_workers, model_names
 
@@ -114,8 +115,12 @@ def to_job_specs(df: pd.DataFrame, largest_node: int) -> JobSpecColumns:
     for value in np.unique(gpus[derived]).tolist():  # one derivation per distinct GPU count
         workers[derived & (gpus == value)] = derive_workers(value, largest_node)
     weight = df["weight"].to_numpy(np.float64, na_value=1.0)
+    job_ids = [str(job_id) for job_id in df["job_id"].tolist()]
+    tenants = [None if tenant is None else str(tenant) for tenant in df["tenant"].tolist()]
+    for column, values in (("job_id", job_ids), ("tenant", tenants)):
+        _check_printable(column, values, job_ids)
     return JobSpecColumns(
-        job_id=[str(job_id) for job_id in df["job_id"].tolist()],
+        job_id=job_ids,
         submit=df["submit"].to_numpy(np.float64, copy=True),
         duration=df["duration"].to_numpy(np.float64, copy=True),
         gpus=gpus,
@@ -125,9 +130,24 @@ def to_job_specs(df: pd.DataFrame, largest_node: int) -> JobSpecColumns:
         home_cluster=df["home_cluster"].tolist(),
         gpu_type=df["gpu_type"].tolist(),
         allowed_types=[None if allowed is None else str(allowed) for allowed in df["allowed_types"].tolist()],
-        tenant=[None if tenant is None else str(tenant) for tenant in df["tenant"].tolist()],
+        tenant=tenants,
         model=models,
     )
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc)
+
+
+def _check_printable(column: str, values: list[str | None], job_ids: list[str]) -> None:
+    """Job ids and tenants end up in tables, file names (per-tenant figures) and the terminal: a NUL,
+    a newline or an escape sequence in one (a corrupt trace row, a crafted file) is refused, naming
+    the job. One search over all of them joined (a million ids cost milliseconds)."""
+    if _CONTROL.search("".join(value for value in values if value is not None)) is None:
+        return
+    i, text = next((i, value) for i, value in enumerate(values) if value is not None and _CONTROL.search(value))
+    where = "" if column == "job_id" else f"job {job_ids[i]!r}: "
+    raise InputError(f"workload: {where}{column} {text!r} holds control characters "
+                     f"({', '.join(dict.fromkeys(control_characters(text)))}); job ids and tenants are printable text")
 
 
 def concat(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:
