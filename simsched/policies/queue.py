@@ -684,9 +684,10 @@ class QueueScheduler:
         if not old:
             return []
         queued_time = view.queued_time
-        waited = [(queued_time(job), job) for job in old]
-        return [job for q, job in sorted(((q, job) for q, job in waited if q > limit),
-                                         key=lambda item: (-item[0], item[1].submit, item[1].index))]
+        # decorated (-wait, submit, input order, job): sorted by C's tuple comparison, no key function
+        # (the input order is unique, so the job itself is never compared)
+        waited = [(-queued_time(job), job.submit, job.index, job) for job in old]
+        return [item[3] for item in sorted(item for item in waited if -item[0] > limit)]
 
     def decide_admitted(self, view: SchedulerView, admission) -> Decision:
         """:meth:`decide` with tenants' quotas checked by ``admission`` (an
