@@ -32,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from e2e import REPO, timed  # noqa: E402  (beside this file; imports nothing heavy)
+from e2e import REPO, interleaved  # noqa: E402  (beside this file; imports nothing heavy)
 
 
 def main() -> int:
@@ -57,13 +57,7 @@ def main() -> int:
                     "simsched.run(sys.argv[1]).write(sys.argv[2], format=sys.argv[3])",
                     str(scenario), str(folder / "api"), args.format],
         }
-        cpu: dict[str, list[float]] = {name: [] for name in runs}
-        rss: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(args.repeat):
-            for name, command in runs.items():
-                seconds, peak = timed(command)
-                cpu[name].append(seconds)
-                rss[name].append(peak)
+        cpu, rss = interleaved(runs, args.repeat)
         same = filecmp.cmp(folder / "cli" / f"jobs.{args.format}", folder / "api" / f"jobs.{args.format}",
                            shallow=False)
     if not same:

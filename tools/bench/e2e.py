@@ -79,6 +79,19 @@ def timed(args: list[str]) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def interleaved(runs: dict[str, list[str]], repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each command ``repeat`` times, in turn (so a change of the machine's load hits them alike):
+    the CPU seconds and peak RSS (MiB) of every run, by name."""
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    rss: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, command in runs.items():
+            seconds, peak = timed(command)
+            cpu[name].append(seconds)
+            rss[name].append(peak)
+    return cpu, rss
+
+
 def check(folder: Path, jobs: int) -> str:
     """Every job's start and end: simsched's jobs.csv (and jobs.parquet) against the reference's."""
     reference = folder / "reference.csv"
@@ -130,13 +143,7 @@ def main() -> int:
         for command in runs.values():  # warm-up round (untimed); leaves the outputs the check reads
             timed(command)
         checked = subprocess.run([*own, "check", tmp], check=True, capture_output=True, text=True).stdout.strip()
-        cpu: dict[str, list[float]] = {name: [] for name in runs}
-        rss: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(args.repeat):
-            for name, command in runs.items():
-                seconds, peak = timed(command)
-                cpu[name].append(seconds)
-                rss[name].append(peak)
+        cpu, rss = interleaved(runs, args.repeat)
     median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
     median_rss = {name: statistics.median(values) for name, values in rss.items()}
     base_cpu, base_rss = median_cpu["reference"], median_rss["reference"]
