@@ -249,7 +249,11 @@ class TaskRunner:
             self._pool.shutdown(wait=True, cancel_futures=cancel)
             self._pool = None
         if self._ray is not None and self._ray_owned:
-            self._ray.shutdown()
+            # Ray's C++ core reports, on this process's stderr and even under --quiet, each task it could
+            # not hand back while shutting down ("Failed to push error to driver ..."; an interrupted
+            # run leaves some): kept with the cluster's other messages, not printed
+            with _stderr_aside(self.ray_messages):
+                self._ray.shutdown()
             if self._restore_printer:
                 self._restore_printer()
                 self._restore_printer = None
