@@ -9,6 +9,9 @@ false``), then times, interleaved, ``--repeat`` rounds of four whole processes:
 
 - ``python -m simsched SCENARIO --quiet`` (no output files);
 - the same with ``--out DIR`` (CSV files), and with ``--out DIR --format parquet``;
+- tools/bench/e2e_simpy_floor.py, the smallest SimPy process-based program of the same
+  model (an arrival process, a process per job, a decision event per timestamp; no
+  validation, records, metrics or log): what the process-based design itself costs;
 - tools/bench/e2e_reference.py, a bare heapq script of the same model that reads the
   same CSV (the reference).
 
@@ -18,8 +21,8 @@ fork and exec, so this script stays small while it starts them: the inputs are w
 the outputs checked by child processes of its own. One untimed round comes first (warm: the
 files are in the OS cache; every timed run is a fresh interpreter, so nothing else is
 warm). The check: simsched's jobs.csv (and jobs.parquet) give every job the reference's
-start and end times; the script stops if not. The ratios are simsched's CPU and
-peak RSS over the reference's. The load average is printed with them: on a shared machine
+start and end times, and so does the SimPy floor's; the script stops if not. The ratios
+are simsched's CPU and peak RSS over the reference's, and its CPU over the floor's. The load average is printed with them: on a shared machine
 the ratios move less than the seconds.
 """
 
@@ -37,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = Path(__file__).resolve().parent / "e2e_reference.py"
+FLOOR = Path(__file__).resolve().parent / "e2e_simpy_floor.py"
 NODES, GPUS = 32, 8
 
 
@@ -62,6 +66,8 @@ def commands(folder: Path, scenario: Path) -> dict[str, list[str]]:
         "simsched --quiet": simsched,
         "simsched --out (csv)": [*simsched, "--out", str(folder / "out-csv"), "--format", "csv"],
         "simsched --out (parquet)": [*simsched, "--out", str(folder / "out-parquet"), "--format", "parquet"],
+        "simpy floor": [sys.executable, str(FLOOR), str(folder / "jobs.csv"), "--nodes", str(NODES),
+                        "--gpus", str(GPUS)],
         "reference": [sys.executable, str(REFERENCE), str(folder / "jobs.csv"), "--nodes", str(NODES),
                       "--gpus", str(GPUS)],
     }
@@ -106,6 +112,11 @@ def check(folder: Path, jobs: int) -> str:
         raise SystemExit(f"MISMATCH: {len(differ)} jobs differ in start or end time (first: job {differ[:1]}: "
                          f"simsched {got.get(differ[0]) if differ else None} vs reference "
                          f"{want[differ[0]] if differ else None})")
+    floor = folder / "floor.csv"
+    subprocess.run([sys.executable, str(FLOOR), str(folder / "jobs.csv"), "--nodes", str(NODES),
+                    "--gpus", str(GPUS), "--out", str(floor)], check=True)
+    if floor.read_bytes() != reference.read_bytes():
+        raise SystemExit("MISMATCH: e2e_simpy_floor.py's start or end times differ from the reference's")
     checked = "csv"
     try:
         import pyarrow.parquet as pq  # optional: the parquet output needs it anyway
@@ -154,6 +165,8 @@ def main() -> int:
         "median_cpu_s": median_cpu, "median_peak_rss_mib": median_rss,
         "cpu_ratio": {name: median_cpu[name] / base_cpu for name in runs if name != "reference"},
         "rss_ratio": {name: median_rss[name] / base_rss for name in runs if name != "reference"},
+        "cpu_ratio_to_floor": {name: median_cpu[name] / median_cpu["simpy floor"]
+                               for name in runs if name.startswith("simsched")},
     }
     if args.json:
         print(json.dumps(result))
@@ -164,6 +177,8 @@ def main() -> int:
     for name in runs:
         ratio = "" if name == "reference" else (f"   {result['cpu_ratio'][name]:.2f}x CPU, "
                                                 f"{result['rss_ratio'][name]:.2f}x peak RSS")
+        if name.startswith("simsched"):
+            ratio += f"   ({result['cpu_ratio_to_floor'][name]:.2f}x the SimPy floor's CPU)"
         print(f"  {name:26s} {median_cpu[name]:7.2f} CPU-s  {median_rss[name]:7.1f} MiB{ratio}")
     load_average = result["load_average"]
     print(f"load average {load_average[0]:.2f} {load_average[1]:.2f} {load_average[2]:.2f} (2 cores)")
