@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pandas as pd
 
 from simsched.config import keys as scenario_keys
@@ -433,7 +434,8 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
             check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
             if check_policies:  # one child per policy for all instances, ended below
                 run_watched(_build, args, who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
-                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy)
+                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy,
+                            returns=type(None))
     close_kept()  # this process goes on: a live child would make every page it writes a copy
 
 
@@ -551,6 +553,34 @@ def check_hashes(tasks: Sequence[RunTask], rows: dict[int, dict[str, Any]]) -> N
                         "_failed": message})
 
 
+def checked_row(task: RunTask, row: dict[str, Any], who: str) -> dict[str, Any]:
+    """A row a user policy's child sent (:func:`run_task`'s), checked before this process uses it: its
+    run's identity, every metric a number, text keys, plain values; else a :class:`RunFailed`."""
+    def bad(what: str) -> RunFailed:
+        return RunFailed(f"{who}: its process sent a row that is not a run's ({what}), and its run is refused")
+
+    if (row.get("instance"), row.get("seed"), row.get("scheduler")) != (task.instance_name, task.seed, task.scheduler):
+        raise bad("another run's identity")
+    for key, value in row.items():
+        if type(key) is not str:
+            raise bad(f"a key {key!r} that is not text")
+        if key == "_warnings":
+            ok = type(value) is list and all(type(text) is str for text in value)
+        elif key == "_jobs":
+            ok = type(value) is pd.DataFrame
+        elif key in ("instance", "scheduler", "_scenario_hash"):
+            ok = type(value) is str
+        else:
+            ok = value is None or isinstance(value, int | float | numpy.number) and not isinstance(value, bool) \
+                or key == "seed"
+        if not ok:
+            raise bad(f"{key} = a {type(value).__name__}")
+    missing = [key for key in METRIC_KEYS if key not in row]
+    if missing:
+        raise bad(f"no {missing[0]}")
+    return row
+
+
 class DecideTimeout(InputError):
     """A built-in's decide() call ran longer than ``--decide-timeout`` seconds (in-process, SIGALRM)."""
 
@@ -621,8 +651,9 @@ def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: fl
             file = policy_file(policy, task.instance)
             who = f"{task.scheduler} (seed {task.seed})"
             try:
-                return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
-                                   keep=policy if reuse else None)
+                row = run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
+                                  keep=policy if reuse else None, returns=dict)
+                return checked_row(task, row, who)
             except RunFailed as exc:
                 if keep_going:
                     raise

@@ -142,8 +142,9 @@ class _Forward(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
+        data = messages.dumps((self.name, str(text)))
         with self.lock:  # a policy's own threads may print too: one message at a time on the pipe
-            self.conn.send((self.name, str(text)))
+            self.conn.send_bytes(data)
         return len(text)
 
 
@@ -180,8 +181,9 @@ def _child(conn: Any, board: Any, memory: int | None, stacks: Any, target: Calla
     lock = _setup(conn, board, memory, stacks)
 
     def send(message: tuple) -> None:  # one message at a time on the pipe, the policy's threads' prints too
+        data = messages.dumps(message)
         with lock:
-            conn.send(message)
+            conn.send_bytes(data)
 
     if send_progress:
         args = (*args, lambda snapshot: send(("progress", snapshot)))
@@ -213,21 +215,24 @@ def _serve(conn: Any, board: Any, memory: int | None, stacks: Any, tasks: Any) -
         if message[0] == "error" or threading.active_count() > threads:
             _send_last(conn, lock, message if message[0] == "error" else ("done", message[1]))
         try:
+            data = messages.dumps(message)
             with lock:
-                conn.send(message)
-        except BaseException:  # noqa: BLE001 - a result that does not pickle: said as the last message
+                conn.send_bytes(data)
+        except BaseException:  # noqa: BLE001 - a result that is not plain data: said as the last message
             _send_last(conn, lock, message)
 
 
 def _send_last(conn: Any, lock: threading.Lock, message: tuple) -> None:
     """The child's last message, then its end (no atexit handlers of the parent's)."""
     try:
+        data = messages.dumps(message)
         with lock:
-            conn.send(message)
-    except Exception as exc:  # noqa: BLE001 - a result that does not pickle
+            conn.send_bytes(data)
+    except Exception as exc:  # noqa: BLE001 - a result that is not plain data (simsched.runs.messages)
         try:
+            data = messages.dumps(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
             with lock:
-                conn.send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
+                conn.send_bytes(data)
         except Exception:  # noqa: BLE001 - the pipe is gone: the parent reads the exit code
             pass
     except BaseException:  # noqa: BLE001 - a second signal while sending: the parent reads the exit code
@@ -337,10 +342,11 @@ class _Child:
 
 
 def _watch(child: _Child, limits: Limits, who: str, file: str | None,
-           progress: Callable[[Any], None] | None) -> tuple[str, Any]:
+           progress: Callable[[Any], None] | None, returns: type | tuple[type, ...] = object) -> tuple[str, Any]:
     """Read the child's messages and hold its run to ``limits`` until the run ends: ``("ok", result)``
-    or ``("done", result)`` (a kept child that ends after it); the run's exception re-raised; a
-    :class:`RunFailed` for a run stopped here or a child that died."""
+    or ``("done", result)`` (a kept child that ends after it; a result not of type ``returns`` is a
+    failure); the run's exception re-raised; a :class:`RunFailed` for a run stopped here or a child
+    that died."""
     board, receiver, process = child.board, child.receiver, child.process
     prefix = f"{file}: " if file else ""
     started = time.monotonic()
@@ -362,6 +368,10 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
                 getattr(sys, kind).write(payload)
             elif kind == "error":
                 raise payload
+            elif not isinstance(payload, returns):
+                child.close()
+                raise RunFailed(f"{prefix}{who}: its process sent a {type(payload).__name__} as the run's result, not "
+                                f"what the run returns, and was stopped")
             else:
                 return kind, payload
             # no `continue`: a child that prints or reports without end is still held to its limits
@@ -393,10 +403,12 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
 
 def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Limits = Limits(),
                 progress: Callable[[Any], None] | None = None, on_interrupt: str = "raise",
-                file: str | None = None, keep: Any = None) -> Any:
+                file: str | None = None, keep: Any = None, returns: type | tuple[type, ...] = object) -> Any:
     """``target(*args)`` in a child process under ``limits``; its return value, or its exception
     re-raised here. ``who`` starts every failure's message (the policy file and the seed); ``file``
-    (the policy file) lets a stopped call name its line.
+    (the policy file) lets a stopped call name its line. ``returns``: the type(s) of the run's result;
+    a child that sends anything else (it runs the user's code: it may send anything simsched.runs.messages
+    rebuilds) is a failed run.
 
     ``progress``: the child calls ``target(*args, send)``, and every object it sends is passed to
     ``progress`` here. ``on_interrupt``: when this process is interrupted, ``"raise"`` kills the
@@ -414,10 +426,10 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
         return target(*args) if progress is None else target(*args, progress)
     memory = limits.memory_bytes if limits.memory_bytes is not None else default_memory()
     if keep is not None and progress is None and on_interrupt == "raise":
-        return _run_kept((keep, memory), target, args, who, limits, file)
+        return _run_kept((keep, memory), target, args, who, limits, file, returns)
     child = _Child(_child, (target, args, progress is not None), memory, serve=False)
     try:
-        kind, payload = _watch(child, limits, who, file, progress)
+        kind, payload = _watch(child, limits, who, file, progress, returns)
         child.process.join()
         return payload
     except KeyboardInterrupt:
@@ -430,7 +442,7 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                         kind, payload = messages.receive(child.receiver)
                     except (EOFError, OSError, messages.Refused):
                         break
-                    if kind == "ok":
+                    if kind == "ok" and isinstance(payload, returns):
                         child.process.join(1)
                         return payload
                     if kind == "error":
@@ -446,7 +458,7 @@ _kept: dict[Any, _Child] = {}
 
 
 def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who: str, limits: Limits,
-              file: str | None) -> Any:
+              file: str | None, returns: type | tuple[type, ...]) -> Any:
     child = _kept.pop(key, None)
     close_kept()  # another policy's
     if child is not None and not child.process.is_alive():  # it ended between runs: start afresh
@@ -466,7 +478,7 @@ def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who
             if attempt == 2:
                 raise
     try:
-        kind, payload = _watch(child, limits, who, file, None)
+        kind, payload = _watch(child, limits, who, file, None, returns)
     except BaseException:
         child.close()
         raise

@@ -113,7 +113,7 @@ def execute_guarded(task: RunTask, shipped: Handle | None = None) -> dict[str, A
     default limits (simsched.runs.isolated): its death or a hang beyond the memory is one line naming it."""
     args = (task,) if shipped is None else (task, shipped)
     if ISOLATION and is_user_code(task.resolved, None):
-        return run_watched(execute, args, who=f"{task.scheduler} (seed {task.seed})",
+        return run_watched(execute, args, who=f"{task.scheduler} (seed {task.seed})", returns=dict,
                            file=user_code_file(task.resolved, None))
     return execute(*args)
 
