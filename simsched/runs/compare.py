@@ -22,7 +22,8 @@ Optional table in the scenario::
 Runs go to local processes (:class:`simsched.runs.parallel.TaskRunner`); each task carries only
 the scenario path and overrides, and results are put back in task order, so
 a parallel run equals a serial one. With one worker, each user policy's runs go after the built-ins', back to back
-in one kept child process (:func:`run_order`, simsched.runs.isolated). :func:`run_compare` returns data frames;
+in one kept child process, the one its load check ran in (:func:`run_order`, simsched.runs.isolated); a
+pool's worker keeps one child for a policy's runs on it. :func:`run_compare` returns data frames;
 their rendering (compare.md, the console's tables) is the report layer,
 :mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
 
@@ -77,7 +78,14 @@ from simsched.core.seeding import stream
 from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
-from simsched.runs.isolated import Limits, RunFailed, close_kept, default_memory, run_watched
+from simsched.runs.isolated import (
+    Limits,
+    RunFailed,
+    close_kept,
+    default_memory,
+    kept_policy,
+    run_watched,
+)
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
@@ -342,7 +350,9 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                  nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None,
                  settings: dict[str, Any] | None = None, check_policies: bool = True) -> CompareSpec:
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front.
-    A user policy is loaded for the check in a child process (its import is user code);
+    A user policy is loaded for the check in a child process (its import is user code); the last
+    policy's child is kept (simsched.runs.isolated) and :func:`run_compare` runs that policy's runs in
+    it (a caller that does not run them may end it with ``close_kept``; it ends with this process).
     ``check_policies=False`` (``--keep-going``) leaves it to the runs, where a failure is a failed row.
     ``scenario_path``: a TOML file or a shipped example's name (:mod:`simsched.config.resolve`)."""
     path = resolve_scenario(scenario_path)
@@ -432,11 +442,10 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
                 _build(*args)
                 continue
             check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
-            if check_policies:  # one child per policy for all instances, ended below
+            if check_policies:  # one child per policy for all instances; the last one's is kept for its runs
                 run_watched(_build, args, who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
                             limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy,
                             returns=type(None))
-    close_kept()  # this process goes on: a live child would make every page it writes a copy
 
 
 def _build(scheduler: Any, base_dir: Path, seed: int, file: str) -> None:
@@ -504,13 +513,14 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
 
 def run_order(tasks: Sequence[RunTask], todo: list[int]) -> list[int]:
     """The order runs start in this process (``workers=1``): the built-ins' runs, then each user
-    policy's runs back to back (the policies in their first run's order), each group in task order.
-    A user policy's runs then share one kept child (simsched.runs.isolated), forked once, and no
-    run happens in this process while a child shares its memory. The built-ins go first so that an
-    interrupted comparison has kept what it could. (A pool keeps the task order: a policy's seeds
-    side by side on two workers would race each other on any file the policy writes.) Results
-    are put back in task order."""
-    first: dict[str, int] = {}
+    policy's runs back to back (the policies in their first run's order, but the one whose child
+    :func:`compare_spec`'s check kept goes first), each group in task order. A user policy's runs
+    then share one kept child (simsched.runs.isolated), forked once (for the check already). The
+    built-ins go first so that an interrupted comparison has kept what it could. (A pool keeps the
+    task order: a policy's seeds side by side on two workers would race each other on any file the
+    policy writes.) Results are put back in task order."""
+    kept = kept_policy()
+    first: dict[str, int] = {} if kept is None else {kept: 0}
 
     def group(index: int) -> int:
         policy = _task_policy(tasks[index])
@@ -658,8 +668,8 @@ def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: fl
                 if keep_going:
                     raise
                 return {"_stop": str(exc)}  # the driver stops the comparison and keeps the finished runs
-        if reuse:
-            close_kept()  # a user policy's child: this run would copy every page it writes
+        # a kept child lives on through built-ins' runs here: each page either process writes is copied
+        # once, which costs less than a fork for the policy's next run (tools/bench/isolation.py)
         return run_task(task, decide_timeout, shipped)
     except SimschedError as exc:
         if not keep_going:
@@ -787,6 +797,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
     if executor == "local" and workers == 1:
         todo = run_order(tasks, todo)
+    else:
+        close_kept()  # the check's child: the runs happen in the pool's workers (each keeps its own)
     shown = short_labels(spec.schedulers, spec.scenario)
     limits = Limits(decide_timeout, run_timeout, run_memory if run_memory is not None else default_memory(workers))
     started = time.perf_counter()

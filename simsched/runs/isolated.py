@@ -26,13 +26,15 @@ seed and the signal or exit code. The run's own results come back over a pipe
 and equal an in-process run's (tests/test_isolation.py).
 
 A child may be *kept* (``run_watched(..., keep=key)``, what ``compare`` does
-with each student's policy): its next run with the same key is sent to it
-over a pipe instead of forking again, one run after another, each under its
-own limits and each failure its own. A run that fails, or leaves a thread of
-its own running, ends its child; the next run starts in a fresh one. One
-child is kept at a time, and it is ended before this process runs anything
-else: a fork makes every page the parent writes afterwards a copy while the
-child lives (tools/bench/isolation.py measured that as the main cost).
+with each student's policy, from its load check on): its next run with the
+same key is sent to it over a pipe instead of forking again, one run after
+another, each under its own limits and each failure its own. A run that
+fails, or leaves a thread of its own running, ends its child; the next run
+starts in a fresh one. One child is kept at a time (a run with another key
+ends it), until :func:`close_kept`. While it lives, each page this process or
+the child writes is copied once (fork's copy-on-write); a fork costs that
+again for every page the child touches, and more (tools/bench/isolation.py),
+so the child is kept through this process's own work in between.
 
 SIGINT and SIGTERM: the child ignores SIGINT (a Ctrl-C reaches the whole
 process group); when the parent is interrupted it sends the child SIGTERM,
@@ -418,8 +420,7 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     ``keep`` (a key, e.g. the policy; ``target`` and ``args`` must then pickle, no ``progress``):
     the child is kept after a run that went well, and the next run with the same key and memory
     limit is sent to it instead of forking another; a run with another key ends it, as does
-    :func:`close_kept` (call it before this process runs other work: while the child lives, every
-    page this process writes is copied). Each run is still held to ``limits`` on its own and fails
+    :func:`close_kept` (call it when the key's runs are over). Each run is still held to ``limits`` on its own and fails
     on its own; a failed run ends its child.
     """
     if not AVAILABLE:  # pragma: no cover - Windows: in-process, unguarded (documented)
@@ -452,8 +453,8 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
         child.close()
 
 
-#: the kept child (:func:`run_watched` with ``keep``) of this process, by its key: at most one, since a
-#: live child makes every page this process writes a copy (fork's copy-on-write), whichever runs next
+#: the kept child (:func:`run_watched` with ``keep``) of this process, by its key: at most one, since
+#: every live child shares this process's pages (each copied once when either side writes it)
 _kept: dict[Any, _Child] = {}
 
 
@@ -499,6 +500,11 @@ def _forget_kept() -> None:
 
 if AVAILABLE:
     os.register_at_fork(after_in_child=_forget_kept)
+
+
+def kept_policy() -> Any:
+    """The key (``keep=``) of this process's kept child, None without one."""
+    return next(iter(_kept))[0] if _kept else None
 
 
 def close_kept() -> None:
