@@ -152,3 +152,24 @@ def test_crafted_messages_in_a_comparison_are_failed_rows_naming_each_student(tm
     standing = result.standing
     assert (standing.loc["fifo", "completed"], standing.loc["fifo", "place"]) == (1, 1)
     assert (standing.loc[names[1:], "failed"] == 1).all()
+
+
+def test_fields_a_checker_lets_through_but_a_constructor_refuses_are_refused_not_raised() -> None:
+    """Whatever rebuilding a message raises is a Refused (a named failed run), never another exception."""
+    class Pipe:
+        def __init__(self, value):
+            self.data = pickle.dumps(value, protocol=5)
+
+        def recv_bytes(self, limit=None):
+            return self.data
+
+    tag = messages.TAG
+    crafted = [
+        ("ok", {(tag, "array", "<f8", (1,), bytes(8)): 1}),  # an array as a dict key: unhashable
+        ("progress", (tag, "progress", (1 << 70, 0.0, 0, 0, 0, 0, 0, 0.0))),  # an int too large to print
+        ("error", (tag, "error", "builtins.ValueError", (10 ** 30,), [])),
+        ("ok", (tag, "frame", (0, 1 << 70, 1), ())),
+    ]
+    for message in crafted:
+        with pytest.raises(messages.Refused):
+            messages.receive(Pipe(message))

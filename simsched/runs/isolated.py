@@ -115,14 +115,16 @@ def _virtual_size() -> int:
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """``exc`` as it can cross the pipe: itself when it pickles, else a SimschedError of its text;
-    the child's traceback goes along as a note (``--debug`` shows it)."""
+    """``exc`` as it can cross the pipe: itself when simsched.runs.messages rebuilds it (an Exception
+    of Python's or simsched's own classes, plain arguments), else a SimschedError of its text; the
+    child's traceback goes along as a note (``--debug`` shows it)."""
     text = "".join(traceback.format_exception(exc))
     if messages.acceptable(exc):  # what the parent reads (simsched.runs.messages): plain data only
         sent = exc
     else:  # the user's own exception class, or one that does not pickle: its text
         kind = InputError if isinstance(exc, InputError) else SimschedError
-        sent = kind(str(exc))
+        # SystemExit, KeyboardInterrupt ...: never re-raised as such in the parent, which they would end
+        sent = kind(str(exc) if isinstance(exc, Exception) else f"{type(exc).__name__}({exc})")
     sent.__cause__ = None
     sent.__context__ = None
     sent.__traceback__ = None

@@ -53,8 +53,8 @@ from simsched.policies.user import PolicyError
 #: the largest message a child may send (bytes): generous for the largest legitimate result --
 #: ``simsched.run`` of a million-job run sends its per-job table and event log: 263 MB measured
 #: (December 2026), 300 to 400 bytes a job (tools/bench/isolation.py prints it) -- and a bound on
-#: what one child's message makes the parent allocate (a few times its size at most: a pickle's
-#: references to one object cost two bytes each)
+#: what one child's message makes the parent allocate: up to about 8 times its size (pickle's
+#: one-byte opcodes -- None, True, False, an empty tuple -- each add an 8-byte slot to a list)
 MAX_MESSAGE_BYTES = 1 << 30
 #: deepest nesting of containers in a message (a run's result is a few levels deep)
 MAX_DEPTH = 32
@@ -258,6 +258,11 @@ def _check(condition: bool, what: str) -> None:
         raise Refused(what)
 
 
+def _leaf(value: Any) -> bool:
+    """A plain value (an int of at most 64 bits) where a field holds one without :func:`decode`."""
+    return type(value) in _LEAVES and (type(value) is not int or -MAX_INT < value < MAX_INT)
+
+
 def _decode_tagged(value: tuple, depth: int) -> Any:
     tag = value[1]
     if tag == "array":
@@ -272,7 +277,7 @@ def _decode_tagged(value: tuple, depth: int) -> Any:
         return _decode_log(value)
     if tag == "progress":
         _check(len(value) == 3 and type(value[2]) is tuple and len(value[2]) == len(_PROGRESS_FIELDS)
-               and all(type(x) in (int, float) for x in value[2]), "a progress snapshot that is not one")
+               and all(type(x) in (int, float) and _leaf(x) for x in value[2]), "a progress snapshot that is not one")
         return Progress(*value[2])
     if tag == "error":
         return _decode_error(value)
@@ -294,7 +299,7 @@ def _decode_array(value: tuple) -> np.ndarray:
 
 def _decode_frame(value: tuple) -> pd.DataFrame:
     _check(len(value) == 4 and type(value[2]) is tuple and len(value[2]) == 3
-           and all(type(n) is int for n in value[2]) and value[2][2] != 0 and type(value[3]) is tuple,
+           and all(type(n) is int and _leaf(n) for n in value[2]) and value[2][2] != 0 and type(value[3]) is tuple,
            "a frame that is not one")
     index = pd.RangeIndex(*value[2])
     columns: dict[str, Any] = {}
@@ -310,7 +315,7 @@ def _decode_frame(value: tuple) -> pd.DataFrame:
         elif kind == "arrow":
             data = _decode_arrow_text(name, values)
         elif kind in ("str", "object"):
-            _check(type(values) is list and all(type(item) in _LEAVES for item in values),
+            _check(type(values) is list and all(_leaf(item) for item in values),
                    f"a frame column {name!r} that is not plain values")
             if kind == "str":
                 data = pd.array(values, dtype="str")
@@ -380,7 +385,7 @@ def _decode_log(value: tuple) -> EventLog:
 
 def _decode_error(value: tuple) -> BaseException:
     _check(len(value) == 5 and type(value[2]) is str and type(value[3]) is tuple
-           and all(type(arg) in _LEAVES for arg in value[3]) and len(value[3]) <= 8 and type(value[4]) is list
+           and all(_leaf(arg) for arg in value[3]) and len(value[3]) <= 8 and type(value[4]) is list
            and all(type(note) is str for note in value[4]), "an error that is not one")
     key, args, notes = value[2], value[3], value[4]
     _check(key in EXCEPTIONS, f"an error of class {key[:80]!r}, which simsched does not rebuild")
@@ -403,7 +408,12 @@ def receive(connection: Any, limit: int = MAX_MESSAGE_BYTES) -> tuple[str, Any]:
         if str(exc) == "bad message length":  # multiprocessing's word for a message over the limit
             raise Refused(f"it is longer than the {limit:,} bytes a run's process may send") from None
         raise
-    message = decode(loads(data))
+    try:
+        message = decode(loads(data))
+    except Refused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a field a checker let through and its constructor refused
+        raise Refused(f"its fields could not be rebuilt ({type(exc).__name__})") from None
     if not (type(message) is tuple and len(message) == 2 and type(message[0]) is str
             and message[0] in KINDS_OF_MESSAGE):
         raise Refused("it is not a (kind, payload) message")
