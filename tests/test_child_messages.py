@@ -173,3 +173,27 @@ def test_fields_a_checker_lets_through_but_a_constructor_refuses_are_refused_not
     for message in crafted:
         with pytest.raises(messages.Refused):
             messages.receive(Pipe(message))
+
+
+def test_an_experiment_runs_result_from_a_child_is_checked_against_its_task(tmp_path: Path) -> None:
+    """experiment: what execute() returns passes; another run's identity, a metric that is text or a
+    missing entry is a named failed run (the parent never indexes a result it did not check)."""
+    from simsched.runs.experiment.grid import plan
+    from simsched.runs.experiment.runner import checked_outcome, execute
+    from simsched.runs.experiment.spec import load_spec
+
+    (tmp_path / "class.toml").write_text((CLASS / "class.toml").read_text())
+    (tmp_path / "spec.toml").write_text('name = "s"\nscenarios = ["class.toml"]\nschedulers = ["fifo"]\n'
+                                        'seeds = 2\nmetric = "avg_wait"\n')
+    first, second = plan(load_spec(tmp_path / "spec.toml"))
+    outcome = _sent(execute(first))
+    assert checked_outcome(first, outcome, "fifo (seed 1)") is outcome
+    bad = [{**outcome, "identity": {**outcome["identity"], "seed": 2}},
+           {**outcome, "metrics": {**outcome["metrics"], "avg_wait": "1.0"}},
+           {k: v for k, v in outcome.items() if k != "point"},
+           {**outcome, "decisions": [(1, "x")]}]
+    for crafted in bad:
+        with pytest.raises(RunFailed, match=r"fifo \(seed 1\): its process sent a result that is not this run's"):
+            checked_outcome(first, crafted, "fifo (seed 1)")
+    with pytest.raises(RunFailed):
+        checked_outcome(second, outcome, "fifo (seed 2)")
