@@ -9,7 +9,7 @@ It times, alternating the two modes so a load change hits both alike:
   --workers 1`` does it -- the up-front check that loads every policy, then every run -- of
   docs/examples/compare_mine.toml (fifo, sjf, hrrn, my_policy.py:MyPolicy; ``--seeds`` seeds),
   watched and in-process (``simsched.runs.compare.ISOLATION`` set to False): the ratio is what a
-  student or a teacher waits more. The policy's runs share one kept child (its check has its own);
+  student or a teacher waits more. The policy's check and runs share one kept child;
 - ``runs``: the runs alone (:func:`run_compare` of a spec made beforehand);
 - one run of the user policy alone in a fresh child and in-process, and their difference (the
   fixed cost of a child of its own: fork, its first touch of the memory it shares, its exit);
