@@ -204,7 +204,7 @@ def test_a_kept_child_runs_one_students_runs_and_a_failed_run_ends_it_alone() ->
 
 @pytest.mark.skipif(not AVAILABLE, reason="watched runs need fork (not on Windows)")
 def test_a_compare_runs_each_students_seeds_in_one_child_and_equals_in_process(tmp_path: Path, monkeypatch) -> None:
-    """compare (workers=1): the policy's runs share one child (its load check has its own); a seed
+    """compare (workers=1): the policy's runs share one child, the one its load check ran in; a seed
     whose run kills it is one failed row, the other seeds run (a fresh child after it) and equal
     in-process runs."""
     shutil.copy(CLASS / "class.toml", tmp_path / "class.toml")
@@ -218,7 +218,7 @@ def test_a_compare_runs_each_students_seeds_in_one_child_and_equals_in_process(t
     spec = compare.compare_spec(tmp_path / "class.toml", schedulers=["fifo", "pids.py:Policy"], seeds=3)
     watched = compare.run_compare(spec, workers=1, keep_going=True)
     pids = (tmp_path / "pids.txt").read_text().split()
-    assert len(pids) == 4 and pids[0] != pids[1] == pids[2] != pids[3]  # check | seeds 1, 2 | seed 3
+    assert len(pids) == 4 and pids[0] == pids[1] == pids[2] != pids[3]  # check, seeds 1, 2 | seed 3
     assert str(os.getpid()) not in pids
     assert [(f["seed"], f["scheduler"]) for f in watched.failed] == [(2, "pids.py:Policy")]
     assert "(seed 2): the run's process ended with exit code 7" in watched.failed[0]["error"]
@@ -227,3 +227,32 @@ def test_a_compare_runs_each_students_seeds_in_one_child_and_equals_in_process(t
     for row in rows:
         mine = watched.runs.set_index(["seed", "scheduler"]).loc[(row["seed"], row["scheduler"])]
         assert all(mine[k] == row[k] for k in ("avg_jct", "avg_wait", "makespan"))
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="watched runs need fork (not on Windows)")
+def test_a_worker_keeps_one_child_for_a_students_runs_through_the_builtins(tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """What a pool's worker does (runs in task order, ``reuse``): fifo and the policy alternate, and
+    the worker's child for the policy lives through the fifo runs, so the policy's three runs
+    happen in one child, not one each."""
+    from simsched.runs.isolated import close_kept
+
+    shutil.copy(CLASS / "class.toml", tmp_path / "class.toml")
+    policy = (CLASS / "good.py").read_text().replace(
+        '    """Shortest first, first fit: a good student."""\n',
+        '    """Shortest first, first fit: a good student."""\n\n    def __init__(self):\n'
+        "        with open(os.environ['PIDS_FILE'], 'a') as fh:\n"
+        "            fh.write(f'{os.getpid()}\\n')\n")
+    (tmp_path / "pids.py").write_text("import os\n" + policy)
+    monkeypatch.setenv("PIDS_FILE", str(tmp_path / "pids.txt"))
+    spec = compare.compare_spec(tmp_path / "class.toml", schedulers=["fifo", "pids.py:Policy"], seeds=3,
+                                check_policies=False)
+    tasks = compare.plan(spec)
+    assert [t.scheduler for t in tasks] == ["fifo", "pids.py:Policy"] * 3
+    try:
+        rows = [compare.run_task_guarded(task, keep_going=True, reuse=True) for task in tasks]
+    finally:
+        close_kept()
+    assert not any("_failed" in row for row in rows)
+    pids = (tmp_path / "pids.txt").read_text().split()
+    assert len(pids) == 3 and len(set(pids)) == 1 and pids[0] != str(os.getpid()), pids

@@ -22,7 +22,14 @@ from simsched.core.outputs import require_format
 from simsched.present.report import LiveProgress, metric_table, wide_console
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import run_watched
-from simsched.runs.single import RUN_FILES, is_user_code, limits_of, simulation, user_code_file
+from simsched.runs.single import (
+    RUN_FILES,
+    RunResult,
+    is_user_code,
+    limits_of,
+    simulation,
+    user_code_file,
+)
 
 
 def run_parsed(args: argparse.Namespace, stdout) -> int:
@@ -94,10 +101,6 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
     return 0
 
 
-class _Said(tuple):
-    """The warnings a watched run's child found before simulating (sent ahead of the progress)."""
-
-
 def _watched(scenario, args: argparse.Namespace, console, quiet: bool, warn):
     """The run of a user policy, in a child process under --decide-timeout, --run-timeout and
     --run-memory (simsched.runs.isolated): its warnings and progress come over the pipe."""
@@ -106,12 +109,12 @@ def _watched(scenario, args: argparse.Namespace, console, quiet: bool, warn):
 
     def target(send):
         ready = simulation(scenario, seed=args.seed, jobs=args.jobs)
-        send(_Said(ready.warnings))
+        send(tuple(ready.warnings))  # what it said before simulating: a tuple, ahead of the Progress
         return ready.run(progress=None if quiet else send)
 
     def shown(live):
         def take(message) -> None:
-            if isinstance(message, _Said):
+            if isinstance(message, tuple):
                 said.extend(message)
                 for text in message:
                     warn(text)
@@ -123,11 +126,11 @@ def _watched(scenario, args: argparse.Namespace, console, quiet: bool, warn):
     file = user_code_file(scenario, None)
     if quiet:
         result = run_watched(target, (), who=who, limits=limits, progress=shown(None), on_interrupt="partial",
-                             file=file)
+                             file=file, returns=RunResult)
     else:
         with LiveProgress(console, scenario.name) as live:
             result = run_watched(target, (), who=who, limits=limits, progress=shown(live), on_interrupt="partial",
-                                 file=file)
+                                 file=file, returns=RunResult)
     for warning in result.summary["warnings"][len(said):]:
         warn(warning)
     return result

@@ -37,6 +37,29 @@ class EventLog(Sequence[Event]):
         self._nodes = array("q")
         self._reasons: dict[int, str] = {}
 
+    #: the array typecodes of :meth:`buffers`: time, kind, job, node_at, nodes
+    TYPECODES = ("d", "b", "q", "q", "q")
+    #: the flag in a kind byte that marks an int time
+    INT_TIME = _INT_TIME
+
+    @classmethod
+    def from_buffers(cls, job_ids: Sequence[str], buffers: Sequence[array], reasons: dict[int, str]) -> EventLog:
+        """A log of the columns :meth:`buffers` and :attr:`reasons` gave (simsched.runs.messages
+        checks them first: same lengths, indices in range)."""
+        log = cls(job_ids)
+        log._time, log._kind, log._job, log._node_at, log._nodes = buffers
+        log._reasons = dict(reasons)
+        return log
+
+    def buffers(self) -> tuple[array, array, array, array, array]:
+        """The log's columns as it keeps them (typecodes :data:`TYPECODES`)."""
+        return self._time, self._kind, self._job, self._node_at, self._nodes
+
+    @property
+    def reasons(self) -> dict[int, str]:
+        """Event index -> the reason of an ``unscheduled`` event."""
+        return self._reasons
+
     @property
     def job_ids(self) -> Sequence[str]:
         return self._job_ids

@@ -22,7 +22,8 @@ Optional table in the scenario::
 Runs go to local processes (:class:`simsched.runs.parallel.TaskRunner`); each task carries only
 the scenario path and overrides, and results are put back in task order, so
 a parallel run equals a serial one. With one worker, each user policy's runs go after the built-ins', back to back
-in one kept child process (:func:`run_order`, simsched.runs.isolated). :func:`run_compare` returns data frames;
+in one kept child process, the one its load check ran in (:func:`run_order`, simsched.runs.isolated); a
+pool's worker keeps one child for a policy's runs on it. :func:`run_compare` returns data frames;
 their rendering (compare.md, the console's tables) is the report layer,
 :mod:`simsched.present.compare_tables`, reached through :mod:`simsched.runs.display`.
 
@@ -49,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pandas as pd
 
 from simsched.config import keys as scenario_keys
@@ -76,7 +78,14 @@ from simsched.core.seeding import stream
 from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
-from simsched.runs.isolated import Limits, RunFailed, close_kept, default_memory, run_watched
+from simsched.runs.isolated import (
+    Limits,
+    RunFailed,
+    close_kept,
+    default_memory,
+    kept_policy,
+    run_watched,
+)
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
@@ -341,7 +350,9 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                  nodes_per_type: int | None = None, scheduler_keys: dict[str, Any] | None = None,
                  settings: dict[str, Any] | None = None, check_policies: bool = True) -> CompareSpec:
     """Merge flags with the scenario's ``[compare]`` table; check names and files up front.
-    A user policy is loaded for the check in a child process (its import is user code);
+    A user policy is loaded for the check in a child process (its import is user code); the last
+    policy's child is kept (simsched.runs.isolated) and :func:`run_compare` runs that policy's runs in
+    it (a caller that does not run them may end it with ``close_kept``; it ends with this process).
     ``check_policies=False`` (``--keep-going``) leaves it to the runs, where a failure is a failed row.
     ``scenario_path``: a TOML file or a shipped example's name (:mod:`simsched.config.resolve`)."""
     path = resolve_scenario(scenario_path)
@@ -431,10 +442,10 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
                 _build(*args)
                 continue
             check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
-            if check_policies:  # one child per policy for all instances, ended below
+            if check_policies:  # one child per policy for all instances; the last one's is kept for its runs
                 run_watched(_build, args, who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
-                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy)
-    close_kept()  # this process goes on: a live child would make every page it writes a copy
+                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy,
+                            returns=type(None))
 
 
 def _build(scheduler: Any, base_dir: Path, seed: int, file: str) -> None:
@@ -502,13 +513,14 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
 
 def run_order(tasks: Sequence[RunTask], todo: list[int]) -> list[int]:
     """The order runs start in this process (``workers=1``): the built-ins' runs, then each user
-    policy's runs back to back (the policies in their first run's order), each group in task order.
-    A user policy's runs then share one kept child (simsched.runs.isolated), forked once, and no
-    run happens in this process while a child shares its memory. The built-ins go first so that an
-    interrupted comparison has kept what it could. (A pool keeps the task order: a policy's seeds
-    side by side on two workers would race each other on any file the policy writes.) Results
-    are put back in task order."""
-    first: dict[str, int] = {}
+    policy's runs back to back (the policies in their first run's order, but the one whose child
+    :func:`compare_spec`'s check kept goes first), each group in task order. A user policy's runs
+    then share one kept child (simsched.runs.isolated), forked once (for the check already). The
+    built-ins go first so that an interrupted comparison has kept what it could. (A pool keeps the
+    task order: a policy's seeds side by side on two workers would race each other on any file the
+    policy writes.) Results are put back in task order."""
+    kept = kept_policy()
+    first: dict[str, int] = {} if kept is None else {kept: 0}
 
     def group(index: int) -> int:
         policy = _task_policy(tasks[index])
@@ -549,6 +561,34 @@ def check_hashes(tasks: Sequence[RunTask], rows: dict[int, dict[str, Any]]) -> N
             row.clear()  # in place: the executor's copy of the row is the journal's too
             row.update({"instance": task.instance_name, "seed": task.seed, "scheduler": task.scheduler,
                         "_failed": message})
+
+
+def checked_row(task: RunTask, row: dict[str, Any], who: str) -> dict[str, Any]:
+    """A row a user policy's child sent (:func:`run_task`'s), checked before this process uses it: its
+    run's identity, every metric a number, text keys, plain values; else a :class:`RunFailed`."""
+    def bad(what: str) -> RunFailed:
+        return RunFailed(f"{who}: its process sent a row that is not a run's ({what}), and its run is refused")
+
+    if (row.get("instance"), row.get("seed"), row.get("scheduler")) != (task.instance_name, task.seed, task.scheduler):
+        raise bad("another run's identity")
+    for key, value in row.items():
+        if type(key) is not str:
+            raise bad(f"a key {key!r} that is not text")
+        if key == "_warnings":
+            ok = type(value) is list and all(type(text) is str for text in value)
+        elif key == "_jobs":
+            ok = type(value) is pd.DataFrame
+        elif key in ("instance", "scheduler", "_scenario_hash"):
+            ok = type(value) is str
+        else:
+            ok = value is None or isinstance(value, int | float | numpy.number) and not isinstance(value, bool) \
+                or key == "seed"
+        if not ok:
+            raise bad(f"{key} = a {type(value).__name__}")
+    missing = [key for key in METRIC_KEYS if key not in row]
+    if missing:
+        raise bad(f"no {missing[0]}")
+    return row
 
 
 class DecideTimeout(InputError):
@@ -621,14 +661,15 @@ def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: fl
             file = policy_file(policy, task.instance)
             who = f"{task.scheduler} (seed {task.seed})"
             try:
-                return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
-                                   keep=policy if reuse else None)
+                row = run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
+                                  keep=policy if reuse else None, returns=dict)
+                return checked_row(task, row, who)
             except RunFailed as exc:
                 if keep_going:
                     raise
                 return {"_stop": str(exc)}  # the driver stops the comparison and keeps the finished runs
-        if reuse:
-            close_kept()  # a user policy's child: this run would copy every page it writes
+        # a kept child lives on through built-ins' runs here: each page either process writes is copied
+        # once, which costs less than a fork for the policy's next run (tools/bench/isolation.py)
         return run_task(task, decide_timeout, shipped)
     except SimschedError as exc:
         if not keep_going:
@@ -756,6 +797,8 @@ def run_compare(spec: CompareSpec, *, workers: int | None = None, executor: str 
     workers = max(1, min(workers or os.cpu_count() or 1, max(len(todo), 1)))
     if executor == "local" and workers == 1:
         todo = run_order(tasks, todo)
+    else:
+        close_kept()  # the check's child: the runs happen in the pool's workers (each keeps its own)
     shown = short_labels(spec.schedulers, spec.scenario)
     limits = Limits(decide_timeout, run_timeout, run_memory if run_memory is not None else default_memory(workers))
     started = time.perf_counter()

@@ -26,13 +26,15 @@ seed and the signal or exit code. The run's own results come back over a pipe
 and equal an in-process run's (tests/test_isolation.py).
 
 A child may be *kept* (``run_watched(..., keep=key)``, what ``compare`` does
-with each student's policy): its next run with the same key is sent to it
-over a pipe instead of forking again, one run after another, each under its
-own limits and each failure its own. A run that fails, or leaves a thread of
-its own running, ends its child; the next run starts in a fresh one. One
-child is kept at a time, and it is ended before this process runs anything
-else: a fork makes every page the parent writes afterwards a copy while the
-child lives (tools/bench/isolation.py measured that as the main cost).
+with each student's policy, from its load check on): its next run with the
+same key is sent to it over a pipe instead of forking again, one run after
+another, each under its own limits and each failure its own. A run that
+fails, or leaves a thread of its own running, ends its child; the next run
+starts in a fresh one. One child is kept at a time (a run with another key
+ends it), until :func:`close_kept`. While it lives, each page this process or
+the child writes is copied once (fork's copy-on-write); a fork costs that
+again for every page the child touches, and more (tools/bench/isolation.py),
+so the child is kept through this process's own work in between.
 
 SIGINT and SIGTERM: the child ignores SIGINT (a Ctrl-C reaches the whole
 process group); when the parent is interrupted it sends the child SIGTERM,
@@ -113,14 +115,16 @@ def _virtual_size() -> int:
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """``exc`` as it can cross the pipe: itself when it pickles, else a SimschedError of its text;
-    the child's traceback goes along as a note (``--debug`` shows it)."""
+    """``exc`` as it can cross the pipe: itself when simsched.runs.messages rebuilds it (an Exception
+    of Python's or simsched's own classes, plain arguments), else a SimschedError of its text; the
+    child's traceback goes along as a note (``--debug`` shows it)."""
     text = "".join(traceback.format_exception(exc))
     if messages.acceptable(exc):  # what the parent reads (simsched.runs.messages): plain data only
         sent = exc
     else:  # the user's own exception class, or one that does not pickle: its text
         kind = InputError if isinstance(exc, InputError) else SimschedError
-        sent = kind(str(exc))
+        # SystemExit, KeyboardInterrupt ...: never re-raised as such in the parent, which they would end
+        sent = kind(str(exc) if isinstance(exc, Exception) else f"{type(exc).__name__}({exc})")
     sent.__cause__ = None
     sent.__context__ = None
     sent.__traceback__ = None
@@ -142,8 +146,9 @@ class _Forward(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
+        data = messages.dumps((self.name, str(text)))
         with self.lock:  # a policy's own threads may print too: one message at a time on the pipe
-            self.conn.send((self.name, str(text)))
+            self.conn.send_bytes(data)
         return len(text)
 
 
@@ -180,8 +185,9 @@ def _child(conn: Any, board: Any, memory: int | None, stacks: Any, target: Calla
     lock = _setup(conn, board, memory, stacks)
 
     def send(message: tuple) -> None:  # one message at a time on the pipe, the policy's threads' prints too
+        data = messages.dumps(message)
         with lock:
-            conn.send(message)
+            conn.send_bytes(data)
 
     if send_progress:
         args = (*args, lambda snapshot: send(("progress", snapshot)))
@@ -213,21 +219,24 @@ def _serve(conn: Any, board: Any, memory: int | None, stacks: Any, tasks: Any) -
         if message[0] == "error" or threading.active_count() > threads:
             _send_last(conn, lock, message if message[0] == "error" else ("done", message[1]))
         try:
+            data = messages.dumps(message)
             with lock:
-                conn.send(message)
-        except BaseException:  # noqa: BLE001 - a result that does not pickle: said as the last message
+                conn.send_bytes(data)
+        except BaseException:  # noqa: BLE001 - a result that is not plain data: said as the last message
             _send_last(conn, lock, message)
 
 
 def _send_last(conn: Any, lock: threading.Lock, message: tuple) -> None:
     """The child's last message, then its end (no atexit handlers of the parent's)."""
     try:
+        data = messages.dumps(message)
         with lock:
-            conn.send(message)
-    except Exception as exc:  # noqa: BLE001 - a result that does not pickle
+            conn.send_bytes(data)
+    except Exception as exc:  # noqa: BLE001 - a result that is not plain data (simsched.runs.messages)
         try:
+            data = messages.dumps(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
             with lock:
-                conn.send(("error", _portable(SimschedError(f"the run's result could not be sent back: {exc}"))))
+                conn.send_bytes(data)
         except Exception:  # noqa: BLE001 - the pipe is gone: the parent reads the exit code
             pass
     except BaseException:  # noqa: BLE001 - a second signal while sending: the parent reads the exit code
@@ -337,10 +346,11 @@ class _Child:
 
 
 def _watch(child: _Child, limits: Limits, who: str, file: str | None,
-           progress: Callable[[Any], None] | None) -> tuple[str, Any]:
+           progress: Callable[[Any], None] | None, returns: type | tuple[type, ...] = object) -> tuple[str, Any]:
     """Read the child's messages and hold its run to ``limits`` until the run ends: ``("ok", result)``
-    or ``("done", result)`` (a kept child that ends after it); the run's exception re-raised; a
-    :class:`RunFailed` for a run stopped here or a child that died."""
+    or ``("done", result)`` (a kept child that ends after it; a result not of type ``returns`` is a
+    failure); the run's exception re-raised; a :class:`RunFailed` for a run stopped here or a child
+    that died."""
     board, receiver, process = child.board, child.receiver, child.process
     prefix = f"{file}: " if file else ""
     started = time.monotonic()
@@ -362,6 +372,10 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
                 getattr(sys, kind).write(payload)
             elif kind == "error":
                 raise payload
+            elif not isinstance(payload, returns):
+                child.close()
+                raise RunFailed(f"{prefix}{who}: its process sent a {type(payload).__name__} as the run's result, not "
+                                f"what the run returns, and was stopped")
             else:
                 return kind, payload
             # no `continue`: a child that prints or reports without end is still held to its limits
@@ -393,10 +407,12 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
 
 def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Limits = Limits(),
                 progress: Callable[[Any], None] | None = None, on_interrupt: str = "raise",
-                file: str | None = None, keep: Any = None) -> Any:
+                file: str | None = None, keep: Any = None, returns: type | tuple[type, ...] = object) -> Any:
     """``target(*args)`` in a child process under ``limits``; its return value, or its exception
     re-raised here. ``who`` starts every failure's message (the policy file and the seed); ``file``
-    (the policy file) lets a stopped call name its line.
+    (the policy file) lets a stopped call name its line. ``returns``: the type(s) of the run's result;
+    a child that sends anything else (it runs the user's code: it may send anything simsched.runs.messages
+    rebuilds) is a failed run.
 
     ``progress``: the child calls ``target(*args, send)``, and every object it sends is passed to
     ``progress`` here. ``on_interrupt``: when this process is interrupted, ``"raise"`` kills the
@@ -406,18 +422,17 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     ``keep`` (a key, e.g. the policy; ``target`` and ``args`` must then pickle, no ``progress``):
     the child is kept after a run that went well, and the next run with the same key and memory
     limit is sent to it instead of forking another; a run with another key ends it, as does
-    :func:`close_kept` (call it before this process runs other work: while the child lives, every
-    page this process writes is copied). Each run is still held to ``limits`` on its own and fails
+    :func:`close_kept` (call it when the key's runs are over). Each run is still held to ``limits`` on its own and fails
     on its own; a failed run ends its child.
     """
     if not AVAILABLE:  # pragma: no cover - Windows: in-process, unguarded (documented)
         return target(*args) if progress is None else target(*args, progress)
     memory = limits.memory_bytes if limits.memory_bytes is not None else default_memory()
     if keep is not None and progress is None and on_interrupt == "raise":
-        return _run_kept((keep, memory), target, args, who, limits, file)
+        return _run_kept((keep, memory), target, args, who, limits, file, returns)
     child = _Child(_child, (target, args, progress is not None), memory, serve=False)
     try:
-        kind, payload = _watch(child, limits, who, file, progress)
+        kind, payload = _watch(child, limits, who, file, progress, returns)
         child.process.join()
         return payload
     except KeyboardInterrupt:
@@ -430,7 +445,7 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
                         kind, payload = messages.receive(child.receiver)
                     except (EOFError, OSError, messages.Refused):
                         break
-                    if kind == "ok":
+                    if kind == "ok" and isinstance(payload, returns):
                         child.process.join(1)
                         return payload
                     if kind == "error":
@@ -440,13 +455,13 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
         child.close()
 
 
-#: the kept child (:func:`run_watched` with ``keep``) of this process, by its key: at most one, since a
-#: live child makes every page this process writes a copy (fork's copy-on-write), whichever runs next
+#: the kept child (:func:`run_watched` with ``keep``) of this process, by its key: at most one, since
+#: every live child shares this process's pages (each copied once when either side writes it)
 _kept: dict[Any, _Child] = {}
 
 
 def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who: str, limits: Limits,
-              file: str | None) -> Any:
+              file: str | None, returns: type | tuple[type, ...]) -> Any:
     child = _kept.pop(key, None)
     close_kept()  # another policy's
     if child is not None and not child.process.is_alive():  # it ended between runs: start afresh
@@ -466,7 +481,7 @@ def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who
             if attempt == 2:
                 raise
     try:
-        kind, payload = _watch(child, limits, who, file, None)
+        kind, payload = _watch(child, limits, who, file, None, returns)
     except BaseException:
         child.close()
         raise
@@ -487,6 +502,11 @@ def _forget_kept() -> None:
 
 if AVAILABLE:
     os.register_at_fork(after_in_child=_forget_kept)
+
+
+def kept_policy() -> Any:
+    """The key (``keep=``) of this process's kept child, None without one."""
+    return next(iter(_kept))[0] if _kept else None
 
 
 def close_kept() -> None:

@@ -25,7 +25,7 @@ from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path
 from simsched.config.scenario import Scenario, load_scenario
 from simsched.core import arguments, atomic, heap, interrupts, limits, outputs
-from simsched.core.contract import Scheduler
+from simsched.core.contract import Option, Scheduler
 from simsched.core.engine import Engine, EngineConfig, FleetState, Progress
 from simsched.core.errors import DecisionError, InputError, warn
 from simsched.core.eventlog import EventLog
@@ -47,7 +47,7 @@ from simsched.policies.user import (
     make_policy,
     wrap_policy,
 )
-from simsched.runs import display
+from simsched.runs import display, messages
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, run_watched
 from simsched.workloads import load_jobs, untyped_warning
@@ -299,7 +299,7 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
             return simulation(scenario, seed=seed, jobs=limit, scheduler=made).run(send)
 
         who = f"{user_code_label(scenario, scheduler)} (seed {scenario.seed if seed is None else seed})"
-        result = run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
+        result = run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial", returns=RunResult,
                              file=user_code_file(scenario, scheduler))
     else:
         if isinstance(scheduler, type):
@@ -651,3 +651,84 @@ class JobOptions(Mapping):
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    @classmethod
+    def of_columns(cls, ids: list[str], codes: numpy.ndarray, sets: list[tuple[Option, ...]],
+                   node_cluster: tuple[int, ...], node_type: tuple[str, ...]) -> JobOptions:
+        """The options of what :meth:`columns` gave (a run's child sends them so)."""
+        options = cls.__new__(cls)
+        options._ids, options._codes, options._sets = ids, codes, sets
+        options._node_cluster, options._node_type = node_cluster, node_type
+        options._index = None
+        return options
+
+    def columns(self) -> tuple:
+        """Its fields as plain data: job ids, option-set code per job, the option sets (each a list
+        of (cluster, GPU type, milli-GPUs per worker, speed)), each node's cluster and GPU type."""
+        sets = [[(o.cluster, o.gpu_type, o.per_worker, o.speed) for o in options] for options in self._sets]
+        ids = self._ids if type(self._ids) is list else list(self._ids)  # the event log's list: sent once
+        return (ids, self._codes, sets, tuple(self._node_cluster), tuple(self._node_type))
+
+
+# ---------------------------------------------------------------- a result sent by a run's child
+def _result_to_plain(result: RunResult) -> dict[str, Any]:
+    options = result._options
+    if not isinstance(options, JobOptions) and options:
+        raise messages.Unsendable("a run result whose job options are not the engine's")
+    return {"jobs": result._jobs, "events": result._log if result._log is not None else result._events,
+            "summary": result.summary, "nodes": result.nodes,
+            "options": options.columns() if isinstance(options, JobOptions) else None,
+            "cluster_names": tuple(result._cluster_names), "spells": result._spells,
+            "spell_jobs": result._spell_jobs, "timeline": result._timeline, "jobs_filled": result._jobs_filled}
+
+
+_RESULT_FIELDS = {"jobs": pd.DataFrame, "events": (EventLog, pd.DataFrame), "summary": dict, "nodes": pd.DataFrame,
+                  "options": (tuple, type(None)), "cluster_names": tuple, "spells": (pd.DataFrame, type(None)),
+                  "spell_jobs": (numpy.ndarray, type(None)), "timeline": (pd.DataFrame, type(None)),
+                  "jobs_filled": bool}
+
+
+def _options_from_plain(plain: tuple, nodes: int) -> JobOptions:
+    refused = messages.Refused
+    if not (len(plain) == 5 and type(plain[0]) is list and isinstance(plain[1], numpy.ndarray)
+            and type(plain[2]) is list and type(plain[3]) is tuple and type(plain[4]) is tuple):
+        raise refused("a run's job options that are not")
+    ids, codes, sets, node_cluster, node_type = plain
+    if not (all(type(i) is str for i in ids) and codes.ndim == 1 and len(codes) == len(ids)
+            and codes.dtype.kind == "i" and (len(codes) == 0 or (codes.min() >= 0 and codes.max() < len(sets)))):
+        raise refused("a run's job options whose codes do not match its option sets")
+    if not (len(node_cluster) == len(node_type) >= nodes and all(type(c) is int for c in node_cluster)
+            and all(type(t) is str for t in node_type)):
+        raise refused("a run's job options whose nodes are not the fleet's")
+    rebuilt = []
+    for options in sets:
+        if not (type(options) is list and all(
+                type(o) is tuple and len(o) == 4 and type(o[0]) is int and type(o[1]) is str
+                and type(o[2]) is int and type(o[3]) in (int, float) for o in options)):
+            raise refused("a run's option set that is not one")
+        rebuilt.append(tuple(Option(*o) for o in options))
+    return JobOptions.of_columns(ids, codes, rebuilt, node_cluster, node_type)
+
+
+def _result_from_plain(plain: Any) -> RunResult:
+    """A run's result from what its child sent, every field's type checked (simsched.runs.messages)."""
+    if not (type(plain) is dict and plain.keys() == _RESULT_FIELDS.keys()
+            and all(isinstance(plain[k], kind) for k, kind in _RESULT_FIELDS.items())):
+        raise messages.Refused("a run result that is not one")
+    events = plain["events"]
+    if not all(type(name) is str for name in plain["cluster_names"]) \
+            or not all(type(key) is str for key in plain["summary"]):
+        raise messages.Refused("a run result whose summary or cluster names are not text")
+    started_on = events.buffers()[4] if isinstance(events, EventLog) else ()
+    used = max(started_on) + 1 if len(started_on) else 0  # nodes the log names: the options must know them
+    options = _options_from_plain(plain["options"], used) if plain["options"] is not None else None
+    if isinstance(events, EventLog) and options is not None and events.job_ids is not options._ids \
+            and len(events.job_ids) != len(options._ids):
+        raise messages.Refused("a run result whose event log and job options list other jobs")
+    result = RunResult(plain["jobs"], events, plain["summary"], plain["nodes"], options, plain["cluster_names"])
+    result._spells, result._spell_jobs, result._timeline = plain["spells"], plain["spell_jobs"], plain["timeline"]
+    result._jobs_filled = plain["jobs_filled"]
+    return result
+
+
+messages.register(RunResult, "run_result", _result_to_plain, _result_from_plain)

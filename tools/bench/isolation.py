@@ -9,11 +9,14 @@ It times, alternating the two modes so a load change hits both alike:
   --workers 1`` does it -- the up-front check that loads every policy, then every run -- of
   docs/examples/compare_mine.toml (fifo, sjf, hrrn, my_policy.py:MyPolicy; ``--seeds`` seeds),
   watched and in-process (``simsched.runs.compare.ISOLATION`` set to False): the ratio is what a
-  student or a teacher waits more. The policy's runs share one kept child (its check has its own);
+  student or a teacher waits more. The policy's check and runs share one kept child;
 - ``runs``: the runs alone (:func:`run_compare` of a spec made beforehand);
 - one run of the user policy alone in a fresh child and in-process, and their difference (the
   fixed cost of a child of its own: fork, its first touch of the memory it shares, its exit);
-- ``run_watched`` of a function that does nothing: the bare cost of a child (fork, pipe, board, exit).
+- ``run_watched`` of a function that does nothing: the bare cost of a child (fork, pipe, board, exit);
+- the size of a run's result as its child sends it (simsched.runs.messages), in bytes per job, for a
+  ``--size-jobs`` run (default 20,000) of tests/data/class37/class.toml: what the message limit
+  (``messages.MAX_MESSAGE_BYTES``) must allow for a run of a million jobs.
 
 Each figure is the median of ``--repeat`` timings after one untimed warm-up (wall time), with the
 CPU time of this process and its children for the two compares (load-independent where the wall
@@ -31,12 +34,14 @@ import statistics
 import time
 from pathlib import Path
 
-from simsched.runs import compare
+import simsched
+from simsched.runs import compare, messages
 from simsched.runs.isolated import Limits, run_watched
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "docs" / "examples" / "compare_mine.toml"
 SCHEDULERS = ["fifo", "sjf", "hrrn", "my_policy.py:MyPolicy"]
+SIZE_SCENARIO = REPO / "tests" / "data" / "class37" / "class.toml"
 
 
 def _nothing() -> None:
@@ -63,10 +68,17 @@ def timed(fn) -> tuple[float, float]:
     return wall, _cpu() - cpu
 
 
+def result_bytes_per_job(jobs: int) -> int:
+    """Bytes per job of a run's result as a child sends it (a fifo run, in-process: a built-in, encoded)."""
+    result = simsched.run(SIZE_SCENARIO, scheduler="fifo", overrides={"workload.jobs": jobs})
+    return round(len(messages.dumps(("ok", result))) / jobs)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--size-jobs", type=int, default=20_000)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     spec = compare.compare_spec(SCENARIO, schedulers=SCHEDULERS, seeds=args.seeds)
@@ -107,6 +119,7 @@ def main() -> int:
            "runs ratio": round(median["runs watched"] / median["runs in-process"], 3),
            "compare CPU ratio": round(cpu_median["compare watched"] / cpu_median["compare in-process"], 3),
            "per-run cost of a fresh child s": round(median["run watched"] - median["run in-process"], 4),
+           "result bytes per job": result_bytes_per_job(args.size_jobs),
            "runs": len(compare.plan(spec)), "user runs": args.seeds, "repeat": args.repeat,
            "timings": "warm, medians, both modes alternated in one process",
            "load before": " ".join(f"{x:.2f}" for x in load_before),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy
 import pandas as pd
 
 from simsched.core.errors import ResourceFailure, SimschedError
@@ -34,7 +35,7 @@ from simsched.runs.experiment.store import (
     read_results,
 )
 from simsched.runs.isolated import AVAILABLE as ISOLATION
-from simsched.runs.isolated import run_watched
+from simsched.runs.isolated import RunFailed, run_watched
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Handle, Shipment, files_of, localize
 from simsched.runs.single import is_user_code, simulation, user_code_file
@@ -113,9 +114,41 @@ def execute_guarded(task: RunTask, shipped: Handle | None = None) -> dict[str, A
     default limits (simsched.runs.isolated): its death or a hang beyond the memory is one line naming it."""
     args = (task,) if shipped is None else (task, shipped)
     if ISOLATION and is_user_code(task.resolved, None):
-        return run_watched(execute, args, who=f"{task.scheduler} (seed {task.seed})",
-                           file=user_code_file(task.resolved, None))
+        who = f"{task.scheduler} (seed {task.seed})"
+        outcome = run_watched(execute, args, who=who, returns=dict, file=user_code_file(task.resolved, None))
+        return checked_outcome(task, outcome, who)
     return execute(*args)
+
+
+#: what :func:`execute` returns, and the type of each entry (None where it may be missing)
+OUTCOME = {"partial": bool, "identity": dict, "point": dict, "metrics": dict, "decisions": (list, type(None)),
+           "jobs": (pd.DataFrame, type(None))}
+
+
+def checked_outcome(task: RunTask, outcome: dict[str, Any], who: str) -> dict[str, Any]:
+    """:func:`execute`'s result as a user policy's child sent it, checked before this process uses
+    it: this task's identity and grid point, every metric a number, the decision samples pairs of
+    numbers; else a :class:`~simsched.runs.isolated.RunFailed` naming the run."""
+    def ok() -> bool:
+        if outcome.keys() != OUTCOME.keys() or not all(isinstance(outcome[k], t) for k, t in OUTCOME.items()):
+            return False
+        identity = outcome["identity"]
+        mine = {"run_id": task.run_id, "scenario": task.scenario, "instance": task.instance,
+                "scheduler": task.scheduler, "seed": task.seed, "ea_stream": task.ea_stream,
+                "scenario_hash": task.scenario_hash}
+        if {k: identity.get(k) for k in mine} != mine or not isinstance(identity.get("wall_s"), float | int) \
+                or identity.keys() != {*mine, "wall_s"} or outcome["point"] != dict(task.point):
+            return False
+        numbers = all(type(key) is str and (value is None or isinstance(value, int | float | numpy.number))
+                      for key, value in outcome["metrics"].items())
+        samples = outcome["decisions"] is None or all(
+            type(pair) is tuple and len(pair) == 2 and all(isinstance(x, int | float) for x in pair)
+            for pair in outcome["decisions"])
+        return numbers and samples
+
+    if not ok():
+        raise RunFailed(f"{who}: its process sent a result that is not this run's, and its run is refused")
+    return outcome
 
 
 class ExperimentInterrupted(Exception):
