@@ -359,19 +359,20 @@ class _Plan:
         return scratch
 
     def fit_now(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | bool:
+                view: SchedulerView, work: float) -> tuple[tuple[int, ...], int, float] | bool:
         """(nodes, share per worker, run time) of ``job`` started now, fastest GPU type first, when
         it fits over its whole run. When it does not: False if no option fits even the GPUs free
         now (no reservation in its window lowered them), so that no job of its shape fits now
         whatever its run time, until this walk's end (the GPUs free now only shrink; every
-        built-in placement that fails on some free GPUs fails on fewer); True otherwise."""
+        built-in placement that fails on some free GPUs fails on fewer); True otherwise. ``work``: its
+        remaining time at speed 1 (``view.remaining_time(job)``), the run time of an option of that speed."""
         now = self.now
         booked, booked_at = self.booked, self.booked_at
         lowered = False
         for option in job.options:
             if cluster is not None and option.cluster != cluster:
                 continue
-            run = view.remaining_time(job, option.speed)
+            run = work if option.speed == 1.0 else view.remaining_time(job, option.speed)
             if booked:
                 scratch = self._least(self.free, now, now + run)
                 i = bisect_right(booked_at, now)
@@ -413,7 +414,8 @@ class _Plan:
         """Reserve ``job`` (of ``shape`` and ``work``) at the earliest breakpoint where it fits over its
         whole run, if any."""
         skip = self.skip_for(shape, work)
-        slot = None if skip == math.inf else self._scan(job, cluster, groups, placement, view, running, first, skip)
+        slot = None if skip == math.inf else self._scan(job, cluster, groups, placement, view, running, first, skip,
+                                                                      work)
         if not self.zero_runs:  # (else it failed now on GPUs held at this instant only, which a breakpoint
             self._skipped(shape, work, math.inf if slot is None else slot[0])  # made later just after now has)
         if slot is None:
@@ -445,13 +447,14 @@ class _Plan:
         self.reserved += 1
 
     def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-              view: SchedulerView, running: RunningEnds, first: int,
-              skip: float) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
+              view: SchedulerView, running: RunningEnds, first: int, skip: float,
+              work: float) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
         """The earliest breakpoint t (now, a release, a reservation's start or end) at which ``job``
         fits over its whole run: (t, nodes, share, run time, the profile's value at t, the placement's
-        call: (placement, group, workers, the values it chose on)); None when it
+        call: see _Reservation.chose); None when it
         fits at none. Walks the profile's changes in time order, from the GPUs free at this instant, or
-        from the last mark at or before ``skip`` (no breakpoint before it is tested)."""
+        from the last mark at or before ``skip`` (no breakpoint before it is tested). ``work``: as
+        :meth:`fit_now`'s."""
         now = self.now
         workers = job.workers
         known = running.shapes.get((cluster, id(job.options)))
@@ -459,7 +462,8 @@ class _Plan:
             known = _scan_shape(job.options, cluster, groups, running)
         # (group nodes, per worker, run time) per option in the cluster; per node, (option index, per
         # worker) of the options on its group (None: none)
-        options = [(nodes, per_worker, view.remaining_time(job, speed)) for nodes, per_worker, speed in known[1]]
+        options = [(nodes, per_worker, work if speed == 1.0 else view.remaining_time(job, speed))
+                   for nodes, per_worker, speed in known[1]]
         hits_of_node = known[2]
         marks = self.marks
         m = bisect_right(marks, skip) - 1 if skip > now else -1
@@ -697,7 +701,8 @@ class ReservingWalk:
         depth = self.depth
         # (a stateful rule, round robin, may choose otherwise once the engine moved its pointer: no carry)
         stateless = getattr(placement, "_pointer", None) is None
-        placement = hypothetical(placement)  # every placement below is a trial on a scratch list
+        if not stateless:
+            placement = hypothetical(placement)  # every placement below is a trial on a scratch list
         remaining_time = view.remaining_time
         starts: list[tuple[str, tuple[int, ...]]] = []
         started: list[JobView] = []
@@ -755,7 +760,7 @@ class ReservingWalk:
                 if len(made) >= depth:
                     continue
             else:
-                found = fit_now(job, cluster, groups, placement, view)
+                found = fit_now(job, cluster, groups, placement, view, work)
                 if found is False:  # no job of its shape fits now: the same as the reference's memo
                     failed_now[shape] = -math.inf  # of a shorter one would give, without trying
                     found = None

@@ -712,6 +712,8 @@ class QueueScheduler:
             # saw did, the guard's front included)
             starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
                                         self.ordering.static and not self._plans)
+            if not starts:
+                return EMPTY_DECISION
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
