@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simsched.config.catalog import ALLOCATIONS
 from simsched.core.contract import Decision, Start
 from simsched.core.engine import Engine, EngineConfig
-from simsched.policies import PLACEMENTS
+from simsched.policies import PLACEMENTS, aging
 from simsched.policies.aging import AgedJobs, aged_reference
 from simsched.policies.queue import QueueScheduler, place_job
 from tests.test_queue_walk import FLEET, ordering, workload
@@ -65,13 +66,21 @@ STEPS = st.lists(st.tuples(st.sampled_from(["arrive", "requeue", "start", "unsee
 
 
 @settings(max_examples=300)
-@given(STEPS, st.sampled_from([0.0, 0.1, 1.0, 30.0, 500.5, 3000.0]))
-def test_kept_order_equals_the_reference(steps, limit):
+@given(STEPS, st.sampled_from([0.0, 0.1, 1.0, 30.0, 500.5, 3000.0]), st.sampled_from([-1, 3]))
+def test_kept_order_equals_the_reference(steps, limit, short):
     """After every step, the kept order is the reference's, job for job. Steps: an arrival at now (a
     plain job, or one submitted earlier that already waited: not plain); a re-queue (a queued job
     restarted and preempted out of sight: new wait, new queue number); a start the scheduler reports;
-    a start it does not see; a start unseen and the same job back in the queue; time passing."""
+    a start it does not see; a start unseen and the same job back in the queue; time passing. The
+    queue is read whole up to ``short`` jobs (aging.SHORT): -1, never; 3, the kept order is dropped
+    and rebuilt as the queue shrinks and grows."""
     view, kept = FakeView(), AgedJobs(limit)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(aging, "SHORT", short)
+        _steps(view, kept, steps, limit)
+
+
+def _steps(view: FakeView, kept: AgedJobs, steps, limit: float) -> None:
     made = 0
     for action, amount, pick in steps:
         queued = list(view.jobs.values())
@@ -148,13 +157,15 @@ def _events(scheduler, jobs) -> list:
 
 @settings(max_examples=40)
 @given(st.integers(0, 10_000), st.sampled_from(["fifo", "sjf", "edf", "hrrn"]), st.sampled_from(sorted(PLACEMENTS)),
-       st.booleans(), st.sampled_from([30.0, 120.0, 900.0]))
-def test_guarded_walk_equals_the_reference(seed, name, placement, backfill, limit):
+       st.booleans(), st.sampled_from([30.0, 120.0, 900.0]), st.sampled_from([-1, 4, aging.SHORT]))
+def test_guarded_walk_equals_the_reference(seed, name, placement, backfill, limit, short):
     """Whole runs (jobs with and without a home cluster, so fleet-wide ones wait beside the guard's
     blocked lines): the same event log as the reference walk's."""
     jobs = workload(seed, 80)
     ours = Checked(ordering(name), PLACEMENTS[placement](), ALLOCATIONS["home"](), backfill, max_wait_s=limit)
-    assert _events(ours, jobs) == _events(GuardedReference(name, placement, backfill, limit), jobs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(aging, "SHORT", short)
+        assert _events(ours, jobs) == _events(GuardedReference(name, placement, backfill, limit), jobs)
 
 
 def test_the_runs_have_aged_jobs():

@@ -17,7 +17,8 @@ A job's fields do not change while it is queued (a restart re-queues it with a n
 ``queue_seq``: it comes back as an arrival). The kept jobs follow the queue by its arrivals
 (``queued_after``) and the starts the scheduler reports (:meth:`AgedJobs.forget`); when their
 count is not the queue's (a start out of sight, a decision not applied, another view), they are
-rebuilt from the queue.
+rebuilt from the queue. A queue of at most :data:`SHORT` jobs is read whole, as the reference
+does, which costs less than following it; the kept jobs are rebuilt when it grows past that.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from simsched.core.contract import JobView, SchedulerView
+
+#: a queue this short is read whole at each decision (see the module docstring)
+SHORT = 16
 
 
 def aged_reference(view: SchedulerView, limit: float) -> list[JobView]:
@@ -49,7 +53,7 @@ def _sorted_aged(jobs, view: SchedulerView, limit: float) -> list[JobView]:
 class AgedJobs:
     """:func:`aged_reference` for one scheduler's decisions in turn (see the module docstring)."""
 
-    __slots__ = ("limit", "_keys", "_plain", "_other", "_members", "_last_seq")
+    __slots__ = ("limit", "_keys", "_plain", "_other", "_members", "_last_seq", "_kept")
 
     def __init__(self, limit: float) -> None:
         self.limit = limit
@@ -58,6 +62,7 @@ class AgedJobs:
         self._other: dict[str, JobView] = {}  # the others, by id
         self._members: dict[str, JobView] = {}  # every kept job, by id
         self._last_seq = -1
+        self._kept = True  # False while the queue is short: nothing kept, rebuilt when it grows
 
     def _add(self, job: JobView) -> None:
         self._members[job.job_id] = job
@@ -76,6 +81,8 @@ class AgedJobs:
 
     def forget(self, job_ids) -> None:
         """Jobs that left the queue (the decision's starts)."""
+        if not self._kept:
+            return
         members = self._members
         for job_id in job_ids:
             job = members.pop(job_id, None)
@@ -94,22 +101,33 @@ class AgedJobs:
             if again:  # re-queued out of sight: its kept entry is of its earlier spell
                 self.forget(again)
         if len(self._members) + len(newcomers) != view.queue_length:  # the queue changed out of sight
-            self._keys, self._plain, self._other, self._members = [], [], {}, {}
-            newcomers = view.queue
-            self._last_seq = max((job.queue_seq for job in newcomers), default=self._last_seq)
-            for job in sorted(newcomers, key=lambda job: (job.submit, job.index)):
-                self._add(job)
+            self._rebuild(view)
             return
         for job in reversed(newcomers):  # (oldest first)
             self._add(job)
 
+    def _rebuild(self, view: SchedulerView) -> None:
+        self._keys, self._plain, self._other, self._members = [], [], {}, {}
+        queue = view.queue
+        self._last_seq = max((job.queue_seq for job in queue), default=self._last_seq)
+        for job in sorted(queue, key=lambda job: (job.submit, job.index)):
+            self._add(job)
+        self._kept = True
+
     def aged(self, view: SchedulerView) -> list[JobView]:
         """The guard's jobs now, as :func:`aged_reference` gives them."""
-        self._sync(view)
+        if view.queue_length <= SHORT:
+            self._kept = False
+            return aged_reference(view, self.limit)
+        if self._kept:
+            self._sync(view)
+        else:
+            self._rebuild(view)
         now, limit = view.now, self.limit
         plain = self._plain
-        # the plain jobs that waited longer than the limit: a prefix (now - submit falls as submit grows)
-        low, high = 0, len(plain)
+        # the plain jobs that waited longer than the limit: a prefix (now - submit falls as submit grows);
+        # none when the first has not (most decisions)
+        low, high = 0, len(plain) if plain and now - plain[0].submit > limit else 0
         while low < high:
             middle = (low + high) // 2
             if now - plain[middle].submit > limit:
