@@ -18,7 +18,11 @@ from simsched.core.engine import Engine, EngineConfig
 from simsched.policies import PLACEMENTS, aging
 from simsched.policies.aging import AgedJobs, aged_reference
 from simsched.policies.queue import QueueScheduler, place_job
+from simsched.policies.quota import QuotaScheduler
+from simsched.runs.single import build_tenancy
 from tests.test_queue_walk import FLEET, ordering, workload
+from tests.test_quota_walk import FLEET as TENANT_FLEET
+from tests.test_quota_walk import workload as tenant_workload
 
 
 @dataclass(eq=False)
@@ -175,3 +179,33 @@ def test_the_runs_have_aged_jobs():
                         True, max_wait_s=30.0)
     _events(scheduler, workload(3, 200))
     assert Checked.checked > 100
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 10_000), st.sampled_from(["fifo", "sjf"]), st.sampled_from(["borrow", "strict"]),
+       st.sampled_from([-1, aging.SHORT]))
+def test_the_kept_order_follows_the_quota_wrappers_starts_and_preemptions(seed, name, mode, short):
+    """Inside tenants' quotas with reclaim by preemption (the wrapper starts and preempts jobs the guard
+    does not see, and under borrow asks a second walk over every queued job): at every decision the
+    guard's jobs are the definition's."""
+    Checked.checked = 0
+    walk = Checked(ordering(name), PLACEMENTS["best_fit"](), ALLOCATIONS["home"](), True, max_wait_s=60.0)
+    scheduler = QuotaScheduler(walk, mode, "preempt", PLACEMENTS["best_fit"]())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(aging, "SHORT", short)
+        Engine(TENANT_FLEET, tenant_workload(seed, 70), scheduler,
+               EngineConfig(heterogeneous=True, restrict_to_home=True),
+               build_tenancy(TENANT_FLEET, mode, "preempt")).run()
+
+
+def test_the_quota_runs_have_aged_jobs_and_preemptions():
+    """The property above proves little unless the guard has jobs and the wrapper preempts: seed 3 does."""
+    Checked.checked = 0
+    walk = Checked(ordering("sjf"), PLACEMENTS["best_fit"](), ALLOCATIONS["home"](), True, max_wait_s=60.0)
+    engine = Engine(TENANT_FLEET, tenant_workload(3, 70), QuotaScheduler(walk, "borrow", "preempt",
+                                                                          PLACEMENTS["best_fit"]()),
+                    EngineConfig(heterogeneous=True, restrict_to_home=True),
+                    build_tenancy(TENANT_FLEET, "borrow", "preempt"))
+    engine.run()
+    assert Checked.checked > 100
+    assert int(engine.jobs.preemptions.sum()) > 0
