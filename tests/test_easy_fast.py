@@ -302,3 +302,37 @@ def test_a_backfill_beside_a_reservation_can_move_its_nodes(depth):
     walks = dict(seen)  # (the last walk at each time)
     assert walks[20.0][0] == [("s", (0,))] and walks[20.0][1][0] == ("j", 100.0, (1,))
     assert walks[30.0][1][0] == ("j", 100.0, (0,))
+
+
+@pytest.mark.parametrize("depth", [2, math.inf])
+@pytest.mark.parametrize(("run", "node", "carried"), [(299.0, 0, False), (149.0, 1, True)])
+def test_a_backfill_ending_inside_a_reservations_run(depth, run, node, carried):
+    """Two 16-GPU nodes. At 1, q (11 GPUs) is reserved on node 0 at 200, r (3 GPUs, 300 s) at 100
+    where node 0 has min(7 free, 5 left beside q) and node 1 has 4: best fit, node 1. J (1 GPU) then
+    starts on node 0, ending inside r's run. Ending at 300, after q's start, it leaves node 0 4 GPUs
+    beside q as node 1 has: a walk made later (k's arrival at 50) reserves r on node 0, so the plan is
+    not carried. Ending at 150, before q's start, node 0 keeps min(6, 5) = 5: r stays on node 1, and
+    the plan is carried to 50."""
+    jobs = [JobSpec("x1", 0.0, 200.0, 9.0, 1), JobSpec("x2", 0.0, 100.0, 6.0, 1), JobSpec("y1", 0.0, 100.0, 4.0, 1),
+            JobSpec("y2", 0.0, 10_000.0, 12.0, 1), JobSpec("q", 1.0, 100.0, 11.0, 1),
+            JobSpec("r", 1.0, 300.0, 3.0, 1), JobSpec("J", 1.0, run, 1.0, 1), JobSpec("k", 50.0, 10.0, 16.0, 1)]
+    fleet = Fleet((ClusterSpec("c0", (NodeGroup(2, 16, "V100"),)),), builtin_gpu_types())
+    seen, carried_at = [], []
+
+    class Recording(CheckedWalk):
+        def __call__(self, ordered, cluster_of, view, placement, resumable=False):
+            before = self.carried
+            got = super().__call__(ordered, cluster_of, view, placement, resumable)
+            seen.append((view.now, got))
+            if self.carried > before:
+                carried_at.append(view.now)
+            return got
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(queue_module, "ReservingWalk", Recording)
+        Engine(fleet, jobs, _scheduler("fifo", "best_fit", "home", depth), EngineConfig()).run()
+    walks = dict(seen)
+    assert walks[1.0][0] == [("J", (0,))]
+    assert walks[1.0][1][:2] == [("q", 200.0, (0,)), ("r", 100.0, (1,))]
+    assert ("r", 100.0, (node,)) in walks[50.0][1]
+    assert (50.0 in carried_at) is carried

@@ -73,7 +73,7 @@ class RunningEnds:
     """
 
     __slots__ = ("ends", "releases", "owners", "members", "rebuilt", "counted", "_started", "_now", "_changes",
-                 "_fleet", "node_group")
+                 "_fleet", "node_group", "shapes")
 
     def __init__(self) -> None:
         self.ends: list[float] = []
@@ -90,6 +90,9 @@ class RunningEnds:
         self._changes: int | None = None  # the view's running_changes at the last sync
         self._fleet: object = None
         self.node_group: list[tuple[int, str]] = []  # (cluster, gpu type) of each node
+        # (cluster, id(options)) -> what a reservation scan reads of a job of those options in that cluster,
+        # for this fleet (see _scan_shape); the options tuple is kept in it, so its id is not reused
+        self.shapes: dict[tuple, tuple] = {}
 
     def started(self, jobs: Sequence[JobView]) -> None:
         """Jobs this decision starts (the engine applies it before the next one)."""
@@ -114,6 +117,7 @@ class RunningEnds:
         if view.fleet is not self._fleet:
             self._fleet = view.fleet
             self.node_group = list(zip(view.fleet.node_cluster, view.fleet.node_type))
+            self.shapes = {}
         started, self._started = self._started, []
         changes = getattr(view, "running_changes", None)
         known, self._changes = self._changes, changes
@@ -182,22 +186,33 @@ class _Reservation:
         self.job = job
         self.ends = ends  # its end in the plan's changes (None: it never ends)
         self.order = order  # its place in walk order among the plan's reservations
-        # (placement, group, workers, values): the call that chose its nodes, on the least free GPUs of its
-        # window then (the jobs before it in walk order held); see _Plan.overlaps
+        # (placement, group, workers, values, window): the call that chose its nodes, on the least free GPUs
+        # of its window then (the jobs before it in walk order held), kept apart: ``values``, the profile's
+        # value at ``at``; ``window``, [time, {node: least}] of each reservation then starting inside its
+        # run (after ``at``), which lowers the least on its nodes (_Plan._least). See still_chosen
         self.chose = chose
 
     def still_chosen(self, end: float, nodes: tuple[int, ...], share: int) -> bool:
-        """Whether a job that runs from now (before ``at``) to ``end`` on ``nodes``, started after this
-        one was reserved by a job after it in walk order, leaves this one's choice as it was: its
-        window's least free GPUs drop by that job's share on its nodes (when it runs over the whole
-        window; else the drop is not known here: False), and the placement must choose the same
-        nodes on them (the time stays: less capacity fits no earlier, and the nodes still fit)."""
-        if end < self.end:
-            return False
-        placement, group, workers, values = self.chose
+        """Whether a job that runs from now (before ``at``) to ``end`` (after ``at``) on ``nodes``, started
+        after this one was reserved by a job after it in walk order, leaves this one's choice as it was.
+        A walk made later sees it running when it reserves this one: the profile at ``at`` drops by
+        its share on its nodes, and so does each reservation's least in the window that starts before
+        ``end`` (the later ones are as they were); the placement must choose the same nodes on the
+        window's least free GPUs so lowered (the time stays: less capacity fits no earlier, and the
+        nodes still fit)."""
+        placement, group, workers, values, window = self.chose
         for n in nodes:
             values[n] -= share
-        return placement(group, self.share, workers, values[:]) == self.nodes
+        scratch = values[:]
+        for at, least in window:
+            if at < end:
+                for n in nodes:
+                    if n in least:
+                        least[n] -= share
+            for n, value in least.items():
+                if value < scratch[n]:
+                    scratch[n] = value
+        return placement(group, self.share, workers, scratch) == self.nodes
 
 
 class _Plan:
@@ -344,19 +359,20 @@ class _Plan:
         return scratch
 
     def fit_now(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-                view: SchedulerView) -> tuple[tuple[int, ...], int, float] | bool:
+                view: SchedulerView, work: float) -> tuple[tuple[int, ...], int, float] | bool:
         """(nodes, share per worker, run time) of ``job`` started now, fastest GPU type first, when
         it fits over its whole run. When it does not: False if no option fits even the GPUs free
         now (no reservation in its window lowered them), so that no job of its shape fits now
         whatever its run time, until this walk's end (the GPUs free now only shrink; every
-        built-in placement that fails on some free GPUs fails on fewer); True otherwise."""
+        built-in placement that fails on some free GPUs fails on fewer); True otherwise. ``work``: its
+        remaining time at speed 1 (``view.remaining_time(job)``), the run time of an option of that speed."""
         now = self.now
         booked, booked_at = self.booked, self.booked_at
         lowered = False
         for option in job.options:
             if cluster is not None and option.cluster != cluster:
                 continue
-            run = view.remaining_time(job, option.speed)
+            run = work if option.speed == 1.0 else view.remaining_time(job, option.speed)
             if booked:
                 scratch = self._least(self.free, now, now + run)
                 i = bisect_right(booked_at, now)
@@ -398,7 +414,8 @@ class _Plan:
         """Reserve ``job`` (of ``shape`` and ``work``) at the earliest breakpoint where it fits over its
         whole run, if any."""
         skip = self.skip_for(shape, work)
-        slot = None if skip == math.inf else self._scan(job, cluster, groups, placement, view, running, first, skip)
+        slot = None if skip == math.inf else self._scan(job, cluster, groups, placement, view, running, first, skip,
+                                                                      work)
         if not self.zero_runs:  # (else it failed now on GPUs held at this instant only, which a breakpoint
             self._skipped(shape, work, math.inf if slot is None else slot[0])  # made later just after now has)
         if slot is None:
@@ -430,20 +447,24 @@ class _Plan:
         self.reserved += 1
 
     def _scan(self, job: JobView, cluster: int | None, groups: dict, placement: Placement,
-              view: SchedulerView, running: RunningEnds, first: int,
-              skip: float) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
+              view: SchedulerView, running: RunningEnds, first: int, skip: float,
+              work: float) -> tuple[float, tuple[int, ...], int, float, list[int], tuple] | None:
         """The earliest breakpoint t (now, a release, a reservation's start or end) at which ``job``
         fits over its whole run: (t, nodes, share, run time, the profile's value at t, the placement's
-        call: (placement, group, workers, the values it chose on)); None when it
+        call: see _Reservation.chose); None when it
         fits at none. Walks the profile's changes in time order, from the GPUs free at this instant, or
-        from the last mark at or before ``skip`` (no breakpoint before it is tested)."""
+        from the last mark at or before ``skip`` (no breakpoint before it is tested). ``work``: as
+        :meth:`fit_now`'s."""
         now = self.now
         workers = job.workers
-        options = []  # (group key, nodes, per worker, run time)
-        for option in job.options:
-            if cluster is None or option.cluster == cluster:
-                key = (option.cluster, option.gpu_type)
-                options.append((key, groups[key], option.per_worker, view.remaining_time(job, option.speed)))
+        known = running.shapes.get((cluster, id(job.options)))
+        if known is None or known[0] is not job.options:
+            known = _scan_shape(job.options, cluster, groups, running)
+        # (group nodes, per worker, run time) per option in the cluster; per node, (option index, per
+        # worker) of the options on its group (None: none)
+        options = [(nodes, per_worker, work if speed == 1.0 else view.remaining_time(job, speed))
+                   for nodes, per_worker, speed in known[1]]
+        hits_of_node = known[2]
         marks = self.marks
         m = bisect_right(marks, skip) - 1 if skip > now else -1
         if m >= 0:  # (marks are after now: the zero runs are given back there)
@@ -458,11 +479,7 @@ class _Plan:
             pending = list(self.zero_runs)  # given back with the first breakpoint after now
         # slots per option: workers of its size that fit on its group's nodes at t (a placement needs one
         # each, and the window's least is no more than the value at t)
-        slots = [sum(value[n] // per_worker for n in nodes) for _, nodes, per_worker, _ in options]
-        of_group: dict[tuple, list[tuple[int, int]]] = {}  # group -> (option index, per worker) on it
-        for k, (key, _, per_worker, _) in enumerate(options):
-            of_group.setdefault(key, []).append((k, per_worker))
-        node_group = running.node_group
+        slots = [sum(value[n] // per_worker for n in nodes) for nodes, per_worker, _ in options]
         ends, releases = running.ends, running.releases
         # this walk's changes after now, in time order (the order of changes at one time does not
         # matter: all of them are applied before the next test)
@@ -478,14 +495,20 @@ class _Plan:
                 if m == len(marks) or marks[m] != t:
                     marks.insert(m, t)
                     self.marked.insert(m, value[:])
-            for k, (_, nodes, per_worker, run) in enumerate(options):
+            for k, (nodes, per_worker, run) in enumerate(options):
                 if slots[k] >= workers and t >= skip:
                     scratch = self._least(value, t, t + run) if booked else value[:]
                     chosen = placement(nodes, per_worker, workers, scratch)
-                    if chosen is not None:
-                        for n in chosen:  # (the values the placement chose on, kept with the reservation)
-                            scratch[n] += per_worker
-                        return t, chosen, per_worker, run, value, (placement, nodes, workers, scratch)
+                    if chosen is not None:  # (the call, kept with the reservation: see _Reservation.chose)
+                        window = []
+                        if booked:
+                            booked_at = self.booked_at
+                            for q in range(bisect_right(booked_at, t), len(booked)):
+                                reservation = booked[q]
+                                if reservation.at >= t + run:
+                                    break
+                                window.append((reservation.at, dict(reservation.least)))
+                        return t, chosen, per_worker, run, value, (placement, nodes, workers, value[:], window)
             next_running = ends[i] if i < n_ends else inf
             next_change = change_at[j] if j < n_changes else inf
             t = next_running if next_running < next_change else next_change
@@ -507,10 +530,26 @@ class _Plan:
                 for n in changed:
                     old = value[n]
                     new = value[n] = old + share
-                    hits = of_group.get(node_group[n])
+                    hits = hits_of_node[n]  # (a list index: no tuple hashed per node and change)
                     if hits is not None:
                         for k, per_worker in hits:
                             slots[k] += new // per_worker - old // per_worker
+
+
+def _scan_shape(options: tuple, cluster: int | None, groups: dict, running: RunningEnds) -> tuple:
+    """What :meth:`_Plan._scan` reads of a job of ``options`` in ``cluster`` (None: any): (options,
+    [(group nodes, per worker, speed)] of its options there, per node [(option index, per worker)]
+    of the options on the node's group, or None), kept in ``running.shapes`` for the fleet's life."""
+    chosen = []
+    of_group: dict[tuple, list[tuple[int, int]]] = {}  # group -> (option index, per worker) on it
+    for option in options:
+        if cluster is None or option.cluster == cluster:
+            key = (option.cluster, option.gpu_type)
+            of_group.setdefault(key, []).append((len(chosen), option.per_worker))
+            chosen.append((groups[key], option.per_worker, option.speed))
+    known = (options, chosen, [of_group.get(group) for group in running.node_group])
+    running.shapes[cluster, id(options)] = known
+    return known
 
 
 class _Resume:
@@ -662,7 +701,8 @@ class ReservingWalk:
         depth = self.depth
         # (a stateful rule, round robin, may choose otherwise once the engine moved its pointer: no carry)
         stateless = getattr(placement, "_pointer", None) is None
-        placement = hypothetical(placement)  # every placement below is a trial on a scratch list
+        if not stateless:
+            placement = hypothetical(placement)  # every placement below is a trial on a scratch list
         remaining_time = view.remaining_time
         starts: list[tuple[str, tuple[int, ...]]] = []
         started: list[JobView] = []
@@ -720,7 +760,7 @@ class ReservingWalk:
                 if len(made) >= depth:
                     continue
             else:
-                found = fit_now(job, cluster, groups, placement, view)
+                found = fit_now(job, cluster, groups, placement, view, work)
                 if found is False:  # no job of its shape fits now: the same as the reference's memo
                     failed_now[shape] = -math.inf  # of a shorter one would give, without trying
                     found = None

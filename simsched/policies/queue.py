@@ -26,6 +26,7 @@ from bisect import bisect_left
 import numpy as np
 
 from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
+from simsched.policies.aging import AgedJobs
 from simsched.policies.allocation import Allocation
 from simsched.policies.easy import ReservingWalk
 from simsched.policies.ordering import ORDERINGS, Ordering
@@ -275,6 +276,8 @@ class QueueScheduler:
         # the starvation guard (SPEC §3): a job queued longer than this goes first (None: off)
         self.max_wait_s = max_wait_s
         self.supports_max_wait = True
+        # the guard's order kept between decisions (simsched.policies.aging): same jobs, same order
+        self._aged = AgedJobs(max_wait_s) if max_wait_s is not None else None
         # the walk with reservations without a profile array (simsched.policies.easy): same decisions
         self._reserving = (ReservingWalk(self.reserve_depth) if reserve != "none" and self.fast_reservations
                            else None)
@@ -335,6 +338,8 @@ class QueueScheduler:
         """Queued jobs that someone else started (the quota wrapper's reclaim step) leave the buckets,
         so that the next walk finds them in step with the queue (else it rebuilds them all)."""
         self._blocked = None
+        if self._aged is not None:
+            self._aged.forget(job_ids)
         if not self._bucketed:
             return
         for job_id in job_ids:
@@ -447,6 +452,10 @@ class QueueScheduler:
             if nodes is None:
                 if not _over_quota(job, cluster, admission):
                     blocked.update(range(cluster_count) if cluster is None else (cluster,))
+                    # every line blocked: the rest start nothing. (A fleet-wide job among them would be noted
+                    # as failed, memory.full; the merge next does the same with its bucket's head.)
+                    if len(blocked) == cluster_count:
+                        break
                 continue
             starts.append(Start(job.job_id, nodes))
         return starts
@@ -675,25 +684,21 @@ class QueueScheduler:
         """The starvation guard (SPEC §3, ``max_wait_s``): the queued jobs that have waited longer than
         ``max_wait_s``, longest wait first (ties: submit, input order); they go to the front of the
         ordering, so the first of them that does not fit gets the reservation. Empty when off."""
-        limit = self.max_wait_s
-        if limit is None:
+        if self._aged is None:
             return []
-        now = view.now
-        # (a job's queued time is at most now - submit: the cheap test first)
-        old = [job for job in view.queue if now - job.submit > limit]
-        if not old:
-            return []
-        queued_time = view.queued_time
-        # decorated (-wait, submit, input order, job): sorted by C's tuple comparison, no key function
-        # (the input order is unique, so the job itself is never compared)
-        waited = [(-queued_time(job), job.submit, job.index, job) for job in old]
-        return [item[3] for item in sorted(item for item in waited if -item[0] > limit)]
+        return self._aged.aged(view)
 
     def decide_admitted(self, view: SchedulerView, admission) -> Decision:
         """:meth:`decide` with tenants' quotas checked by ``admission`` (an
         :class:`~simsched.policies.quota.Admission`, or None), the same as deciding over a view whose
         ``admission`` it is, without building one (the quota wrapper's call for every decision)."""
         aged = self.aged(view)
+        decision = self._decide(view, admission, aged)
+        if self._aged is not None and decision.starts:  # they leave the queue
+            self._aged.forget([start.job_id for start in decision.starts])
+        return decision
+
+    def _decide(self, view: SchedulerView, admission, aged: list[JobView]) -> Decision:
         if self._bucketed:
             return self._decide_buckets(view, admission, aged)
         ordered = self.ordered_queue(view)
@@ -707,6 +712,8 @@ class QueueScheduler:
             # saw did, the guard's front included)
             starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
                                         self.ordering.static and not self._plans)
+            if not starts:
+                return EMPTY_DECISION
             decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
