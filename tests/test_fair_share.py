@@ -604,6 +604,33 @@ def test_merged_water_filling_equals_every_tenants_program(kinds, copies, cap):
         assert (members == members[0]).all()
 
 
+@settings(max_examples=80, deadline=None)
+@given(kinds=st.lists(st.tuples(st.sampled_from([(1.0, 0.5), (2.0, 1.0), (1.0, 0.0), (0.0, 1.0), (3.0, 0.25)]),
+                                st.integers(1, 8), st.integers(1, 3), st.booleans()),
+                      min_size=1, max_size=4),
+       copies=st.lists(st.integers(1, 6), min_size=4, max_size=4),
+       cap=st.lists(st.integers(1, 12), min_size=2, max_size=2))
+def test_room_bounds_cover_the_allocation(kinds, copies, cap):
+    """maxmin-hetero's bound on a tenant's room before its allocation is solved (_room_bounds: its
+    class's GPUs of its best group over the class's size) is at least its largest x[t, r] + tol; and
+    it is below a GPU for members of a class larger than the GPUs of every group."""
+    from simsched.policies.maxmin_hetero import _TOL, _room_bounds, _WaterFilling
+
+    rows = []
+    for c, ((fast, slow), demand, weight, halved) in enumerate(kinds):
+        rows += [(fast, slow, demand, weight, 0.5 if halved else 1.0)] * copies[c]
+    a = np.array([r[:2] for r in rows])
+    demand = np.array([float(r[2]) for r in rows])
+    weights = np.array([float(r[3]) for r in rows])
+    served = np.array([[1.0, r[4]] for r in rows])
+    cap = np.array(cap, float)
+    x, _ = maxmin_allocation(a, cap, demand, weights, served)
+    bounds = _room_bounds(_WaterFilling(a, cap, demand, weights, served))
+    assert (bounds >= (x + _TOL).max(axis=1)).all()
+    size = np.array([sum(1 for other in rows if other == row) for row in rows])
+    assert (bounds[size > 2 * cap.max()] < 1).all()
+
+
 def test_maxmin_allocation_memo_returns_what_it_would_compute():
     """A remembered water-filling is the one the programs compute again (same inputs, same bytes),
     for tenants and for classes; the memo keeps at most MEMO_SIZE of them."""

@@ -38,7 +38,14 @@ equal share of the class's GPUs (exact: the proof is in
 not their number. The programs go straight to scipy's HiGHS
 (simsched.policies.linear_program: linprog's very result, without its
 per-call Python), and a scheduler remembers its last 1,024 water-fillings by
-their inputs.
+their inputs. A decision solves its round's water-filling only when its walk
+reads x: within allocations, for a tenant with queued jobs that holds GPUs, or
+one whose bound on its largest x[t, r] (its class's best group's GPUs over the
+class's size, a little more for the solver's tolerance: ``_room_bounds``) does
+not rule out every job of it; leftovers never read x. With a tenant per job
+and a deep queue, most decisions solve nothing. The inputs (each job's rates,
+kept per job) are gathered at every decision all the same: which inputs a
+round's allocation is of does not change.
 
 **Rounds** (the periodic decisions ``las`` uses; ``interval_s``, default 360
 s, Gavel's 6-minute rounds). The allocation is computed once per round, at
@@ -266,17 +273,38 @@ def _water_fill(a: np.ndarray, capacity: np.ndarray, demand: np.ndarray, served:
     return x, levels
 
 
-def _may_start_within(room: float, jobs: list[JobView], kinds: list, least_need: dict) -> bool:
-    """Whether a tenant holding nothing, whose largest x[t, r] + tol is ``room``, might start one of
-    ``jobs`` within its allocation: False when every job's fewest GPUs over its options exceeds it
-    (then MaxMinHeteroScheduler._start's within test fails on every option: 0 + need > x + tol)."""
-    for job, kind in zip(jobs, kinds):
-        need = least_need.get(kind)
+def _may_start_within(room: float, jobs: list[JobView], least_need: dict) -> bool:
+    """Whether a tenant holding nothing, whose largest x[t, r] + tol is ``room`` (or more), might
+    start one of ``jobs`` within its allocation: False when every job's fewest GPUs over its options
+    exceeds it (then MaxMinHeteroScheduler._start's within test fails on every option: 0 + need >
+    x + tol). ``least_need`` keeps the fewest GPUs by (options, workers)."""
+    for job in jobs:
+        shape = (id(job.options), job.workers)
+        need = least_need.get(shape)
         if need is None:  # (monotone in per_worker: at most option_gpus of every option)
-            need = least_need[kind] = min(o.per_worker for o in job.options) * job.workers / MILLI
+            need = least_need[shape] = min(o.per_worker for o in job.options) * job.workers / MILLI
         if need <= room:
             return True
     return False
+
+
+def _room_bounds(filling: _WaterFilling) -> np.ndarray:
+    """An upper bound, per tenant, on its largest x[t, r] + tol in ``filling``'s allocation, without
+    solving it: a tenant in a class of k identical tenants (maxmin_allocation merges them) holds 1/k
+    of the class's GPUs, and a class holds at most C_r of a group (a bit more: the programs' results
+    are checked within 3.2e-4 per row and bound, so at most (entities + 1) x 3.2e-4 over C_r after
+    the clip at 0), and about nothing of a group where its a-row is 0 (bounds (0, 0))."""
+    a = filling.a
+    n = len(a)
+    if not n or not a.shape[1]:
+        return np.full(n, -math.inf)
+    rows = np.ascontiguousarray(np.column_stack((a, filling.served, filling.demand, filling.weights)))
+    # (rows compared as bytes, as maxmin_allocation merges them)
+    _, of, counts = np.unique(rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel(),
+                              return_inverse=True, return_counts=True)
+    k = counts[of.ravel()].astype(float)
+    most = np.where(a > 0, filling.capacity, 0.0).max(axis=1)
+    return (most + (n + 1) * 1e-3) / k + _TOL
 
 
 def _nothing_fits(waiting: dict[str | None, list[JobView]], free: list[int]) -> bool:
@@ -321,6 +349,18 @@ def _level_program(a, equal, levels, free_t, fixed_t, shared, shared_b, bounds, 
     return solve(cost, a_ub, b_ub, [*bounds, (0.0, None)])
 
 
+class _WaterFilling:
+    """A water-filling's inputs and, once read, its result (x, levels): a decision whose walk reads
+    no allocation solves no program (MaxMinHeteroScheduler._room_bounds)."""
+
+    __slots__ = ("a", "capacity", "demand", "weights", "served", "result")
+
+    def __init__(self, a: np.ndarray, capacity: np.ndarray, demand: np.ndarray, weights: np.ndarray,
+                 served: np.ndarray) -> None:
+        self.a, self.capacity, self.demand, self.weights, self.served = a, capacity, demand, weights, served
+        self.result: tuple[np.ndarray, np.ndarray] | None = None
+
+
 class MaxMinHeteroScheduler(QuotaSource):
     """Gavel-style heterogeneity-aware max-min fairness between tenants (module docstring)."""
 
@@ -341,7 +381,9 @@ class MaxMinHeteroScheduler(QuotaSource):
         self.allocation = allocation
         self.backfill = backfill
         self.interval_s = DEFAULT_ROUND_S if interval_s is None else interval_s
-        self._cache: tuple | None = None  # (inputs, x, levels, round) of the last water-filling
+        self._cache: tuple | None = None  # (inputs, _WaterFilling, None, round) of the last water-filling
+        self._groups: tuple | None = None  # (the fleet's groups, them sorted, group -> index)
+        self._contributions: dict[str, tuple] = {}  # job id -> what it adds to its tenant's sums (_inputs)
         self._acted = True
         self._t_index: dict = {}
         self._stale = False  # the last decision used its round's allocation, not one of the jobs then
@@ -357,30 +399,86 @@ class MaxMinHeteroScheduler(QuotaSource):
 
     def targets(self, view: SchedulerView):
         """(tenants, groups, x, levels, a, equal): the max-min fair allocation for the jobs now."""
-        groups = sorted(view.fleet.groups)
-        index = {g: i for i, g in enumerate(groups)}
+        tenants, groups, a, equal, filling, _, _ = self._inputs(view)
+        x, levels = self._solved(filling)
+        return tenants, groups, x, levels, a, equal
+
+    def _contribution(self, job: JobView, cluster, index: dict, m: int) -> tuple:
+        """What ``job`` adds to its tenant's sums in :meth:`_inputs` (on ``cluster``, None: any):
+        (job, cluster, Σ g a_r and Σ g s_r as a fresh tenant's rows would hold them, the terms in
+        option order, g, its kind for the walk: (cluster, options, workers)). Kept per job while its
+        cluster stays: a job's options, GPUs and speeds never change."""
+        gpus = job.gpus
+        rates, served_sum = [0.0] * m, [0.0] * m
+        terms = []
+        speed = self._speed
+        for option in job.options:
+            if cluster is not None and option.cluster != cluster:
+                continue
+            r = index[option.cluster, option.gpu_type]
+            served = gpus / (option.per_worker * job.workers / MILLI)  # (option_gpus, inlined)
+            rate, serving = gpus * speed(job, option) * served, gpus * served
+            rates[r] += rate
+            served_sum[r] += serving
+            terms.append((r, rate, serving))
+        return job, cluster, rates, served_sum, tuple(terms), gpus, (cluster, id(job.options), job.workers)
+
+    def _inputs(self, view: SchedulerView):
+        """(tenants, groups, a, equal, water-filling, waiting, first of kind): the inputs of the
+        allocation for the jobs now, the round's water-filling (:class:`_WaterFilling`, solved when
+        first read), and, gathered in the same pass, each tenant's queued jobs (queue order) and
+        each queued kind's first job."""
+        groups = view.fleet.groups
+        if self._groups is None or self._groups[0] is not groups:
+            ordered = sorted(groups)
+            self._groups = (groups, ordered, {g: i for i, g in enumerate(ordered)})
+            self._contributions = {}
+        groups, index = self._groups[1], self._groups[2]
         # tenant -> [Σ_j g_j a_jr, Σ_j g_j s_jr (per group), Σ_j g_j]; s_jr = g_j / GPUs held on r
-        # (Python floats, summed in job order: the same IEEE sums as numpy's, without its per-element cost)
+        # (Python floats, summed in job order: the same IEEE sums as numpy's, without its per-element
+        # cost). A tenant's first job gives its rows as they are (0.0 + v is v); a second one copies
+        # them and adds its terms in option order, as one loop over every job's options would
         stats: dict[str | None, list] = {}
         m = len(groups)
-        speed = self._speed
         cluster_for = self.allocation.cluster_for
-        for job in (*view.running, *view.queue):
-            entry = stats.get(job.tenant)
-            if entry is None:
-                entry = stats[job.tenant] = [[0.0] * m, [0.0] * m, 0.0]
-            cluster = job.running_cluster if job.running_nodes else cluster_for(job, view)
-            gpus = job.gpus
-            rates, served_sum = entry[0], entry[1]
-            for option in job.options:
-                if cluster is not None and option.cluster != cluster:
+        known = self._contributions
+        jobs = 0
+        waiting: dict[str | None, list[JobView]] = {}
+        first_of_kind: dict[tuple, JobView] = {}
+        for queued, these in ((False, view.running), (True, view.queue)):
+            for job in these:
+                jobs += 1
+                cluster = job.running_cluster if job.running_nodes else cluster_for(job, view)
+                part = known.get(job.job_id)
+                if part is None or part[0] is not job or part[1] != cluster:
+                    part = known[job.job_id] = self._contribution(job, cluster, index, m)
+                tenant = job.tenant
+                if queued:
+                    mine = waiting.get(tenant)
+                    if mine is None:
+                        waiting[tenant] = [job]
+                    else:
+                        mine.append(job)
+                    if part[6] not in first_of_kind:
+                        first_of_kind[part[6]] = job
+                entry = stats.get(tenant)
+                if entry is None:
+                    stats[tenant] = [part[2], part[3], part[5], False]  # (shared rows: not written)
                     continue
-                r = index[option.cluster, option.gpu_type]
-                served = gpus / (option.per_worker * job.workers / MILLI)  # (option_gpus, inlined)
-                rates[r] += gpus * speed(job, option) * served
-                served_sum[r] += gpus * served
-            entry[2] += gpus
-        tenants = sorted(stats, key=tenant_order)
+                if not entry[3]:
+                    entry[0], entry[1], entry[3] = list(entry[0]), list(entry[1]), True
+                rates, served_sum = entry[0], entry[1]
+                for r, rate, serving in part[4]:
+                    rates[r] += rate
+                    served_sum[r] += serving
+                entry[2] += part[5]
+        if len(known) > 2 * jobs + 1024:  # forget the jobs that ended
+            present = {job.job_id for job in (*view.running, *view.queue)}
+            self._contributions = {j: part for j, part in known.items() if j in present}
+        if None not in stats and all(type(tenant) is str for tenant in stats):
+            tenants = sorted(stats)  # (tenant_order's order, compared in C)
+        else:
+            tenants = sorted(stats, key=tenant_order)
         demand = np.array([stats[t][2] for t in tenants])
         a = np.array([stats[t][0] for t in tenants], dtype=float).reshape(len(tenants), m)
         served = np.array([stats[t][1] for t in tenants], dtype=float).reshape(len(tenants), m)
@@ -402,16 +500,25 @@ class MaxMinHeteroScheduler(QuotaSource):
                                                       and cache[0][3] == key[3] and cache[0][5] == key[5])):
             # the same inputs; or the same round, tenants, capacity and weights (quotas): the round's
             # allocation stands (once per round, as Gavel; a tenant that appears gets one at once)
-            x, levels = cache[1], cache[2]
+            filling = cache[1]
             self._stale = cache[0] != key
         else:
-            x, levels = (maxmin_allocation(a, cap, demand, weights, served, memo=self._memo)
-                         if weights.sum() > 0 else (np.zeros_like(a), np.zeros(len(tenants))))
-            self.programs += 1
-            self._cache = (key, x, levels, round_k)
+            filling = _WaterFilling(a, cap, demand, weights, served)
+            self._cache = (key, filling, None, round_k)
             self._stale = False
         equal = a @ cap * weights / weights.sum() if weights.sum() > 0 else np.zeros(len(tenants))
-        return tenants, groups, x, levels, a, equal
+        return tenants, groups, a, equal, filling, waiting, first_of_kind
+
+    def _solved(self, filling: _WaterFilling) -> tuple[np.ndarray, np.ndarray]:
+        """The water-filling's (x, levels), solved on first read (maxmin_allocation, with the memo)."""
+        if filling.result is None:
+            if filling.weights.sum() > 0:
+                filling.result = maxmin_allocation(filling.a, filling.capacity, filling.demand, filling.weights,
+                                                   filling.served, memo=self._memo)
+            else:
+                filling.result = (np.zeros_like(filling.a), np.zeros(len(filling.a)))
+            self.programs += 1
+        return filling.result
 
     # -- one decision ---------------------------------------------------------------------
     def decide(self, view: SchedulerView) -> Decision:
@@ -420,11 +527,16 @@ class MaxMinHeteroScheduler(QuotaSource):
             self._acted = False
             return EMPTY_DECISION
         plan_clusters(self.allocation, view, queue)
-        tenants, groups, x, levels, a, equal = self.targets(view)
+        tenants, groups, a, equal, filling, waiting, first_of_kind = self._inputs(view)
+        remember = self.remember_failures
+        # the allocation is solved when the walk first reads it: within allocations, for a tenant
+        # that holds GPUs or one that the bound on its room (_room_bounds) does not rule out
+        x = None if remember else self._solved(filling)[0]
+        roomiest = bounds = None
         t_index = self._t_index = {t: i for i, t in enumerate(tenants)}
         g_index = {g: i for i, g in enumerate(groups)}
         fleet = view.fleet
-        usage = np.zeros_like(x)
+        usage = np.zeros(a.shape)
         running_on: dict[int, list[JobView]] = {}
         touched: set[int] = set()  # tenants whose usage row is not all zero (held GPUs, starts)
         for job in view.running:
@@ -433,9 +545,14 @@ class MaxMinHeteroScheduler(QuotaSource):
             usage[t, r] += held_gpus(job)
             touched.add(t)
             running_on.setdefault(r, []).append(job)
-        waiting: dict[str | None, list[JobView]] = {}
-        for job in queue:
-            waiting.setdefault(job.tenant, []).append(job)
+        known = self._contributions  # (each queued job's kind, as _inputs found it in this decision)
+        least_need: dict = {}  # (options, workers) -> the fewest GPUs a job of them holds (_may_start_within)
+        fewest = math.inf  # over the queue
+        for job in first_of_kind.values():
+            shape = (id(job.options), job.workers)
+            if shape not in least_need:
+                need = least_need[shape] = min(o.per_worker for o in job.options) * job.workers / MILLI
+                fewest = min(fewest, need)
         for jobs in waiting.values():
             if len(jobs) > 1:
                 jobs.sort(key=lambda j: (j.submit, j.index))
@@ -443,9 +560,6 @@ class MaxMinHeteroScheduler(QuotaSource):
         starts: list[Start] = []
         preempts: list[str] = []
         started: set[str] = set()
-
-        cluster_for = self.allocation.cluster_for
-        remember = self.remember_failures
 
         def level(t: int) -> float:  # normalised throughput now (0 with a row of zeros: a >= 0)
             if equal[t] <= 0:
@@ -455,13 +569,10 @@ class MaxMinHeteroScheduler(QuotaSource):
         # within allocations, a tenant holding nothing starts a job only where x[t, r] + tol covers
         # its GPUs (0 + need = need); a tenant none of whose kinds needs as few GPUs as its largest
         # x[t, r] + tol fails every job there, with no effect (no placement tried): it sits that pass out
-        roomiest = (x + _TOL).max(axis=1) if x.shape[1] else np.full(len(x), -math.inf)
-        least_need: dict = {}
 
-        # each queued job's kind (cluster, options, workers), per tenant in its jobs' order, and how
-        # many kinds each tenant has
-        kinds_of = {tenant: [(cluster_for(job, view), id(job.options), job.workers) for job in jobs]
-                    for tenant, jobs in waiting.items()}
+        # each queued job's kind (cluster, options, workers), per tenant in its jobs' order (made when
+        # the tenant first joins a pass), and how many kinds each tenant has
+        kinds_of: dict[str | None, list] = {}
         every: dict[str | None, int] = {}  # per tenant: how many kinds its queued jobs are (0: no backfill)
         kind_sets: dict[str | None, set] = {}
         admission = getattr(view, "admission", None)
@@ -469,17 +580,51 @@ class MaxMinHeteroScheduler(QuotaSource):
             if not within and remember and _nothing_fits(waiting, free):
                 break  # (a leftover start takes free GPUs only: none is left that fits a worker)
             heap = []
+            if within and x is None:
+                if any(job.tenant in waiting for job in view.running):
+                    x = self._solved(filling)[0]  # (a tenant with queued jobs holds GPUs: it reads it)
+                else:
+                    # no tenant with queued jobs holds GPUs; when even the roomiest bound covers no
+                    # queued job, nobody starts within its allocation (the pass is empty), none is solved
+                    bounds = _room_bounds(filling)
+                    if not len(bounds) or bounds.max() < fewest:
+                        continue
+            # leftovers without admission: a kind that cannot be placed on the free GPUs at the pass's
+            # start fails throughout (free GPUs only shrink; a placement that fails with some fails with
+            # fewer), so a tenant all of whose kinds are such starts nothing and leaves the pass unread
+            alive: dict | None = None
+            if not within and remember and admission is None:
+                most = max(free, default=0)
+                alive = {kind: self._fits(job, kind[0], view, free, most) for kind, job in first_of_kind.items()}
+                if not any(alive.values()):
+                    break  # (no queued kind can be placed: nobody starts)
             for tenant, jobs in waiting.items():
-                if (within and remember and t_index[tenant] not in touched
-                        and not _may_start_within(roomiest[t_index[tenant]], jobs, kinds_of[tenant], least_need)):
-                    continue
+                if within and x is None:  # (remember: the reference solved it above)
+                    if t_index[tenant] not in touched:
+                        if not _may_start_within(bounds[t_index[tenant]], jobs, least_need):
+                            continue  # (nor within its allocation, which is at most the bound)
+                    x = self._solved(filling)[0]
+                if within and remember and t_index[tenant] not in touched:
+                    if roomiest is None:
+                        roomiest = (x + _TOL).max(axis=1) if x.shape[1] else np.full(len(x), -math.inf)
+                    if not _may_start_within(roomiest[t_index[tenant]], jobs, least_need):
+                        continue
                 if started:
                     kept = [i for i, j in enumerate(jobs) if j.job_id not in started]
                     if len(kept) < len(jobs):
-                        kinds = kinds_of[tenant]
                         jobs = waiting[tenant] = [jobs[i] for i in kept]
-                        kinds_of[tenant] = [kinds[i] for i in kept]
+                        if tenant in kinds_of:
+                            kinds = kinds_of[tenant]
+                            kinds_of[tenant] = [kinds[i] for i in kept]
                 if jobs:
+                    if tenant not in kinds_of:  # (as _inputs found them in this decision)
+                        kinds_of[tenant] = [known[job.job_id][6] for job in jobs]
+                    if alive is not None:
+                        for kind in kinds_of[tenant]:
+                            if alive[kind]:
+                                break
+                        else:
+                            continue
                     heap.append((level(t_index[tenant]), jobs[0].submit, jobs[0].index, t_index[tenant], 0))
                     kind_sets[tenant] = set(kinds_of[tenant])
                     every[tenant] = len(kind_sets[tenant]) if self.backfill and remember else 0
@@ -556,6 +701,19 @@ class MaxMinHeteroScheduler(QuotaSource):
                     admission.take(job, option)
                 return Start(job.job_id, nodes)
         return None
+
+    def _fits(self, job: JobView, cluster: int | None, view: SchedulerView, free: list[int], most: int) -> bool:
+        """Whether a leftover start (no admission) could place ``job`` on ``free`` (on ``cluster``,
+        None: any), as :meth:`_start` tries it; ``most`` is the most free milli-GPUs on one node. A
+        trial: no placement state moves."""
+        groups = view.fleet.groups
+        place = trial(self.placement)
+        for option in job.options:
+            if (cluster is not None and option.cluster != cluster) or option.per_worker > most:
+                continue  # (each worker goes on one node with that much free)
+            if place(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, list(free)) is not None:
+                return True
+        return False
 
     def _reclaim(self, job: JobView, option, group, r: int, x: np.ndarray, usage: np.ndarray, free: list[int],
                  running_on: dict, view: SchedulerView, preempts: list[str]) -> tuple[int, ...] | None:
