@@ -65,7 +65,7 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here (an earlier comparison "
                         "there is replaced as a whole, docs/outputs.md)")
     _add_override_flags(p, policy=False, seed_flag=False)  # as run's: --jobs-limit, --nodes-per-type, --placement, ...
-    p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
+    p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct), any an experiment's metric takes, e.g. p99_wait or avg_wait@TENANT")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted comparison in --out DIR (reuses its finished runs)")

@@ -63,12 +63,12 @@ from simsched.core.errors import InputError, ResourceFailure, SimschedError, did
 from simsched.core.interrupts import Interrupted, worker_setup
 from simsched.core.metrics import (
     FAIRNESS_METRICS,
-    METRIC_ALIASES,
-    RANKABLE,
     STARVATION_METRICS,
     SUMMARY_METRICS,
     TENANT_WAIT,
     flat_metrics,
+    higher_is_better,
+    metric_name,
 )
 from simsched.core.outputs import write_frame
 from simsched.core.params import check_name
@@ -77,6 +77,7 @@ from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, RunFailed, close_kept, default_memory, run_watched
+from simsched.runs.metric_check import check_metric_tenants
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
@@ -134,6 +135,8 @@ class RunTask:
     resolved: Any = None
     #: the instance's hash when the driver read it (scenario file and workload files): a run on other bytes is refused
     scenario_hash: str = ""
+    #: the tenant's mean wait the ranks use (``avg_wait@<tenant>``): in the row however many tenants the run has
+    rank_metric: str = ""
 
 
 @dataclass
@@ -352,7 +355,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     base = path.resolve().parent
     instances = [path] + [Path(p) if Path(p).is_absolute() else base / p
                           for p in table.get_list("instances", str, [])]
-    own_rank_by = table.get("rank_by", str, "avg_jct", choices=RANKABLE + tuple(METRIC_ALIASES))
+    own_rank_by = metric_name(table.get("rank_by", str, "avg_jct"), f"{path}: compare.rank_by")
     options = table.sub("options").rest()
     for name, value in options.items():
         # a label names a column of every table and a file under jobs/ and plots/: printable text only
@@ -376,8 +379,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                              if rest != "policy" else
                              f"--set {key}: the compared schedulers decide the policy (it would run one policy "
                              "under every label); give them with --schedulers")
-    for scenario in scenarios:  # a bad --set key or value fails before any run
-        _with_settings(scenario, dict(settings or {}))
+    # a bad --set key or value fails before any run
+    settled = [_with_settings(scenario, dict(settings or {})) for scenario in scenarios]
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
     for name in chosen:  # --schedulers, or simsched.compare(schedulers=...)
         check_name(name, lambda message: InputError(f"{path}: compare: scheduler {message}"))
@@ -395,14 +398,14 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                              f"its label); drop the flag, or set {key} in the label's table")
     resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path, options)
-    rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'
-    spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
-                       METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
+    # the experiment's grammar (simsched.core.metrics.metric_name); '' is a bad name, not 'the default'
+    where = f"{path}: compare.rank_by" if rank_by is None else f"{path}: compare: --rank-by"
+    rank_by = own_rank_by if rank_by is None else metric_name(rank_by, where)
+    check_metric_tenants(rank_by, settled, where)
+    spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds, rank_by, jobs, options, nodes_per_type,
                        dict(scheduler_keys or {}), dict(settings or {}), scenarios[0].name,
                        tuple((w.synthesize_deadline, w.synthesize_weight) for w in workloads if w.source != "synthetic"),
                        tuple(scenarios))
-    if spec.rank_by not in RANKABLE:
-        raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
     _check_builds(spec, check_policies)
     return spec
 
@@ -490,7 +493,8 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
                 task = RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
-                               keep_jobs, spec.nodes_per_type, tuple(spec.settings.items()), scenario_hash=digest)
+                               keep_jobs, spec.nodes_per_type, tuple(spec.settings.items()), scenario_hash=digest,
+                               rank_metric=spec.rank_by if spec.rank_by.startswith(TENANT_WAIT) else "")
                 if name not in ready:
                     try:
                         ready[name] = _prepared_from(scenario, task)
@@ -696,7 +700,7 @@ def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = 
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
     flat = flat_metrics(summary)
     if len(summary.get("tenants") or ()) > MAX_TENANT_ROWS:  # e.g. PAI's users: no table holds them all
-        flat = {key: value for key, value in flat.items() if not key.startswith(TENANT_WAIT)}
+        flat = {key: value for key, value in flat.items() if not key.startswith(TENANT_WAIT) or key == task.rank_metric}
     row.update({key: math.nan if value is None else value for key, value in flat.items()})
     # what the run said before it started (unfinished jobs are marked in the tables instead)
     row["_warnings"] = list(ready.warnings)
@@ -939,8 +943,10 @@ def warnings_of(result: CompareResult) -> list[str]:
     said = list(result.warnings)
     rank_by = result.spec.rank_by
     if not pd.to_numeric(result.runs.get(rank_by, pd.Series(dtype=float)), errors="coerce").notna().any():
-        said.append(f"no run has a value of {rank_by} (it needs tenants, and these runs have none, or it is a "
-                    "mean over no jobs): every run ties on it; choose another --rank-by")
+        # a metric without tenants to have it is refused up front (metric_check); a mean over no jobs remains,
+        # or a tenant whose jobs all lie past --jobs
+        said.append(f"no run has a value of {rank_by} (a mean over no jobs, or its tenant's jobs are not among "
+                    "the jobs run): every run ties on it; choose another --rank-by")
     marked = unfinished_runs(result)
     if marked:
         totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
@@ -981,11 +987,9 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame, failed: Sequence[dict[str, A
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
     metrics = list(METRICS) + extra_metrics(runs)
-    higher = {key: better for key, _, better, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS}
-    higher.update((key, better) for key, _, better in metrics)
     if spec.rank_by not in runs.columns:  # a tenant metric on runs without tenants: no values, every run ties
         runs[spec.rank_by] = math.nan
-    runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
+    runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher_is_better(spec.rank_by))
     cases = _cases(runs, failed)
     completed = runs.groupby("scheduler", sort=False).size().reindex(order, fill_value=0).astype(int)
     marked = ranking.incomplete_counts(runs)
