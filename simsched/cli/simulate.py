@@ -22,7 +22,14 @@ from simsched.core.outputs import require_format
 from simsched.present.report import LiveProgress, metric_table, wide_console
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import run_watched
-from simsched.runs.single import RUN_FILES, is_user_code, limits_of, simulation, user_code_file
+from simsched.runs.single import (
+    RUN_FILES,
+    RunResult,
+    is_user_code,
+    limits_of,
+    simulation,
+    user_code_file,
+)
 
 
 def run_parsed(args: argparse.Namespace, stdout) -> int:
@@ -123,11 +130,11 @@ def _watched(scenario, args: argparse.Namespace, console, quiet: bool, warn):
     file = user_code_file(scenario, None)
     if quiet:
         result = run_watched(target, (), who=who, limits=limits, progress=shown(None), on_interrupt="partial",
-                             file=file)
+                             file=file, returns=RunResult)
     else:
         with LiveProgress(console, scenario.name) as live:
             result = run_watched(target, (), who=who, limits=limits, progress=shown(live), on_interrupt="partial",
-                                 file=file)
+                                 file=file, returns=RunResult)
     for warning in result.summary["warnings"][len(said):]:
         warn(warning)
     return result

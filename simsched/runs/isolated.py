@@ -336,8 +336,15 @@ class _Child:
         self.forget()
 
 
+def _stopped_early(result: Any) -> bool:
+    """Whether a run's result says it was interrupted (a partial RunResult, an experiment row)."""
+    if isinstance(result, dict):
+        return result.get("partial") is True
+    return getattr(type(result), "partial", None) is not None and getattr(result, "partial", False) is True
+
+
 def _watch(child: _Child, limits: Limits, who: str, file: str | None,
-           progress: Callable[[Any], None] | None) -> tuple[str, Any]:
+           progress: Callable[[Any], None] | None, returns: type | None = None) -> tuple[str, Any]:
     """Read the child's messages and hold its run to ``limits`` until the run ends: ``("ok", result)``
     or ``("done", result)`` (a kept child that ends after it); the run's exception re-raised; a
     :class:`RunFailed` for a run stopped here or a child that died."""
@@ -361,8 +368,23 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
             elif kind in ("stdout", "stderr"):
                 getattr(sys, kind).write(payload)
             elif kind == "error":
+                if not isinstance(payload, Exception) and interrupts.received() is None:
+                    # the child ignores Ctrl-C: an interrupt there is the policy's own (a raise, a signal to itself)
+                    child.close()
+                    raise RunFailed(f"{prefix}{who}: its process stopped with {type(payload).__name__}, and simsched "
+                                    f"was not interrupted; a policy must return a Decision ({_where(board)})")
                 raise payload
             else:
+                if _stopped_early(payload) and interrupts.received() is None:
+                    child.close()
+                    raise RunFailed(f"{prefix}{who}: its run stopped early (an interrupt raised or signalled in "
+                                    f"its own process), and simsched was not interrupted; a policy must return a "
+                                    f"Decision ({_where(board)})")
+                if returns is not None and not isinstance(payload, returns):
+                    child.close()
+                    raise RunFailed(f"{prefix}{who}: its process sent a result simsched does not accept (a "
+                                    f"{type(payload).__name__}, not a {returns.__name__}) and was stopped "
+                                    f"({_where(board)})")
                 return kind, payload
             # no `continue`: a child that prints or reports without end is still held to its limits
         elif process.sentinel in ready and not receiver.poll(0):
@@ -393,7 +415,7 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
 
 def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Limits = Limits(),
                 progress: Callable[[Any], None] | None = None, on_interrupt: str = "raise",
-                file: str | None = None, keep: Any = None) -> Any:
+                file: str | None = None, keep: Any = None, returns: type | None = None) -> Any:
     """``target(*args)`` in a child process under ``limits``; its return value, or its exception
     re-raised here. ``who`` starts every failure's message (the policy file and the seed); ``file``
     (the policy file) lets a stopped call name its line.
@@ -402,6 +424,11 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     ``progress`` here. ``on_interrupt``: when this process is interrupted, ``"raise"`` kills the
     child and re-raises; ``"partial"`` lets the child stop at its next event and returns its
     (partial) result, as an in-process run does.
+
+    ``returns``: the type of ``target``'s return value; anything else the child sends as its result is
+    a :class:`RunFailed` (the child runs user code, so its messages may be crafted: simsched.runs.messages).
+    A child's interrupt (``KeyboardInterrupt``, a partial result) while this process was not interrupted
+    is the policy's own doing, and a :class:`RunFailed` too.
 
     ``keep`` (a key, e.g. the policy; ``target`` and ``args`` must then pickle, no ``progress``):
     the child is kept after a run that went well, and the next run with the same key and memory
@@ -414,10 +441,10 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
         return target(*args) if progress is None else target(*args, progress)
     memory = limits.memory_bytes if limits.memory_bytes is not None else default_memory()
     if keep is not None and progress is None and on_interrupt == "raise":
-        return _run_kept((keep, memory), target, args, who, limits, file)
+        return _run_kept((keep, memory), target, args, who, limits, file, returns)
     child = _Child(_child, (target, args, progress is not None), memory, serve=False)
     try:
-        kind, payload = _watch(child, limits, who, file, progress)
+        kind, payload = _watch(child, limits, who, file, progress, returns)
         child.process.join()
         return payload
     except KeyboardInterrupt:
@@ -446,7 +473,7 @@ _kept: dict[Any, _Child] = {}
 
 
 def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who: str, limits: Limits,
-              file: str | None) -> Any:
+              file: str | None, returns: type | None = None) -> Any:
     child = _kept.pop(key, None)
     close_kept()  # another policy's
     if child is not None and not child.process.is_alive():  # it ended between runs: start afresh
@@ -466,7 +493,7 @@ def _run_kept(key: tuple[Any, int], target: Callable[..., Any], args: tuple, who
             if attempt == 2:
                 raise
     try:
-        kind, payload = _watch(child, limits, who, file, None)
+        kind, payload = _watch(child, limits, who, file, None, returns)
     except BaseException:
         child.close()
         raise

@@ -66,7 +66,77 @@ def _simsched_data_class(value: Any) -> bool:
                                         or issubclass(value, (BaseException, tuple, list, dict)))
 
 
-class _PlainData(pickle.Unpickler):
+#: classes a result's pickle names only as the argument of a reconstructor (``__newobj__``, numpy's
+#: ``_reconstruct``, pandas' ``_new_Index``), never calls: a direct call such as
+#: ``DataFrame(None, range(10**5), range(2000))`` makes 1.6 GB out of a few bytes
+_NEVER_CALLED = frozenset({("numpy", "ndarray"), ("pandas", "DataFrame"), ("pandas", "Series"),
+                           ("pandas", "Index"), ("pandas", "Categorical")})
+#: builtins whose integer argument is a size (``bytearray(2**31)``): given only bytes or a list
+_SIZED = (bytes, bytearray)
+#: the most elements a ``range`` argument, or numpy's ``_reconstruct`` shape, may describe: a call
+#: in a message builds at most this many items from it (a real result's pickle holds no such
+#: argument; its arrays travel as bytes, whose size is the message's own)
+MAX_ELEMENTS = 1_000_000
+#: the longest text an error sent back may hold (its message and notes, the child's traceback included)
+MAX_ERROR_TEXT = 1_000_000
+#: the kinds of message a child sends (``ok``/``done``: the run's result, checked by the caller's
+#: ``returns``; ``progress``: whatever the caller's progress function takes)
+KINDS = ("ok", "done", "error", "progress", "stdout", "stderr")
+
+
+def _check_call(func: Any, args: Any, kwargs: Any, new: bool = False) -> None:
+    """Refuse a call the message asks for whose output would be far larger than the message: a
+    class a real result never calls, a size given to bytes/bytearray, a long range or a large shape.
+    ``new``: ``cls.__new__(cls, *args)`` (pickle's NEWOBJ), which a real result uses for every class."""
+    if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+        raise Refused("a call with arguments that are not a tuple")
+    key = (getattr(func, "__module__", ""), getattr(func, "__name__", ""))
+    if key in _NEVER_CALLED and not new:
+        raise Refused(f"a call of {key[0]}.{key[1]}")
+    import copyreg  # noqa: PLC0415 - stdlib, loaded already by pickle
+    sized = func in _SIZED or (func is copyreg._reconstructor and len(args) > 1 and args[1] in _SIZED)
+    for value in (*args, *kwargs.values()):
+        if sized and isinstance(value, int):
+            raise Refused(f"a size {value!r} for {getattr(func, '__name__', func)}")
+        if isinstance(value, range) and len(value) > MAX_ELEMENTS:
+            raise Refused(f"a range of {len(value):,} items")
+        if key[1] == "_reconstruct" and isinstance(value, tuple) and all(type(v) is int for v in value):
+            count = 1  # numpy's empty array of this shape, filled later from the message's bytes
+            for v in value:
+                count *= max(v, 0)
+            if count > MAX_ELEMENTS:
+                raise Refused(f"a shape {value!r} of {count:,} items")
+
+
+class _PlainData(pickle._Unpickler):  # the Python unpickler: its calls can be checked (_check_call)
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def load_reduce(self) -> None:
+        args = self.stack.pop()
+        _check_call(self.stack[-1], args, {})
+        self.stack[-1] = self.stack[-1](*args)
+
+    def load_newobj(self) -> None:
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        _check_call(cls, args, {}, new=True)
+        self.append(cls.__new__(cls, *args))
+
+    def load_newobj_ex(self) -> None:
+        kwargs = self.stack.pop()
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        _check_call(cls, args, kwargs, new=True)
+        self.append(cls.__new__(cls, *args, **kwargs))
+
+    def _instantiate(self, klass: Any, args: Any) -> None:
+        _check_call(klass, tuple(args), {})
+        super()._instantiate(klass, args)
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+
     def find_class(self, module: str, name: str) -> Any:
         loaded = sys.modules.get(module)  # never import: that would run the module's code
         if loaded is not None and "." not in name:
@@ -97,7 +167,29 @@ def receive(connection: Any) -> tuple[str, Any]:
     message = loads(connection.recv_bytes())
     if not (type(message) is tuple and len(message) == 2 and type(message[0]) is str):
         raise Refused("it is not a (kind, payload) message")
+    kind, payload = message
+    if kind not in KINDS:
+        raise Refused(f"its kind {kind[:40]!r} is not one of {', '.join(KINDS)}")
+    if kind in ("stdout", "stderr") and type(payload) is not str:
+        raise Refused(f"its {kind} text is a {type(payload).__name__}, not text")
+    if kind == "error":
+        _check_error(payload)
     return message
+
+
+def _check_error(error: Any) -> None:
+    """An error sent back is an exception holding short plain values only: its text is printed,
+    and a crafted one (a list shared 2**60 times, a gigabyte of text) would hang or flood the parent."""
+    if not isinstance(error, BaseException):
+        raise Refused(f"its error is a {type(error).__name__}, not an exception")
+    values = [*error.args, *getattr(error, "__dict__", {}).values()]
+    flat: list[Any] = []
+    for value in values:
+        flat.extend(value if type(value) in (list, tuple) else (value,))
+    if not all(value is None or type(value) in (str, int, float, bool) for value in flat):
+        raise Refused(f"its error ({type(error).__name__}) holds more than text and numbers")
+    if sum(len(value) for value in flat if type(value) is str) > MAX_ERROR_TEXT:
+        raise Refused(f"its error ({type(error).__name__}) holds more than {MAX_ERROR_TEXT:,} characters of text")
 
 
 def acceptable(value: Any) -> bool:

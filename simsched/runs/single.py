@@ -300,7 +300,7 @@ def run(scenario: Scenario | str | Path, *, seed: int | None = None, jobs_limit:
 
         who = f"{user_code_label(scenario, scheduler)} (seed {scenario.seed if seed is None else seed})"
         result = run_watched(target, (), who=who, limits=limits, progress=progress, on_interrupt="partial",
-                             file=user_code_file(scenario, scheduler))
+                             file=user_code_file(scenario, scheduler), returns=RunResult)
     else:
         if isinstance(scheduler, type):
             scheduler = scheduler() if is_own_code(scheduler) else make_policy(scheduler)

@@ -217,7 +217,7 @@ def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
         try:
             if ISOLATION and is_user_code(task.resolved, None):  # its import and __init__ are user code
                 run_watched(_check_one, (task.resolved,), who=f"{task.scheduler} (loading it)",
-                            file=user_code_file(task.resolved, None), limits=Limits(60.0, 60.0))
+                            file=user_code_file(task.resolved, None), limits=Limits(60.0, 60.0), returns=type(None))
             else:
                 simulation(task.resolved, jobs=1, whole_workload=False)
         except InputError as exc:

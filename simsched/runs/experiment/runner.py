@@ -115,7 +115,7 @@ def execute_guarded(task: RunTask, shipped: Handle | None = None) -> dict[str, A
     args = (task,) if shipped is None else (task, shipped)
     if ISOLATION and is_user_code(task.resolved, None):
         return run_watched(execute, args, who=f"{task.scheduler} (seed {task.seed})",
-                           file=user_code_file(task.resolved, None))
+                           file=user_code_file(task.resolved, None), returns=dict)
     return execute(*args)
 
 
