@@ -94,9 +94,12 @@ def compare_command(argv: list[str]) -> int:
         check_out_dir(args.out)
     schedulers = None
     if args.schedulers is not None:
-        schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
-        if not schedulers:
+        schedulers = [name.strip() for name in args.schedulers.split(",")]
+        if not any(schedulers):
             raise InputError(f"{_command('compare')}: --schedulers: give at least one name")
+        if not all(schedulers):  # as simsched.compare(schedulers=["fifo", ""]) refuses it
+            raise InputError(f"{_command('compare')}: --schedulers {args.schedulers!r}: an empty name (two commas "
+                             "in a row, or one at an end); give names separated by single commas")
 
     args.scenario = str(_scenario_path(args.scenario))  # a file, or a shipped example's name
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,

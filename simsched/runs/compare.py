@@ -59,7 +59,7 @@ from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path as resolve_scenario
 from simsched.config.scenario import Scenario, load_scenario, read_toml
 from simsched.core import atomic, interrupts
-from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean
+from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean, visible
 from simsched.core.interrupts import Interrupted, worker_setup
 from simsched.core.metrics import (
     FAIRNESS_METRICS,
@@ -75,6 +75,7 @@ from simsched.core.params import check_name
 from simsched.core.seeding import stream
 from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
+from simsched.runs.experiment.spec import MAX_RUNS
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, RunFailed, close_kept, default_memory, run_watched
 from simsched.runs.metric_check import check_metric_tenants
@@ -396,6 +397,10 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
             raise InputError(f"{path}: compare: {flag} would run every scheduler with {key} = {shown}, but "
                              f"[compare.options.{setters[0]}] sets {key} (the table would show one setting under "
                              f"its label); drop the flag, or set {key} in the label's table")
+    runs = len(instances) * (seeds or own_seeds) * len(chosen)
+    if runs > MAX_RUNS:  # the experiment's limit: the plan alone would take hours and the memory with it
+        raise InputError(f"{path}: compare: {runs:,} runs ({len(instances)} instance(s) x {seeds or own_seeds:,} seeds x "
+                         f"{len(chosen)} schedulers) is more than {MAX_RUNS:,}; compare fewer seeds")
     resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path, options)
     # the experiment's grammar (simsched.core.metrics.metric_name); '' is a bad name, not 'the default'
@@ -436,7 +441,8 @@ def _check_builds(spec: CompareSpec, check_policies: bool = True) -> None:
             check_user_backfill(variant.scheduler, _source(spec.scenario, name))  # a setting: no user code needed
             if check_policies:  # one child per policy for all instances, ended below
                 run_watched(_build, args, who=f"{name} (loading it)", file=policy_file(variant.scheduler.policy, instance),
-                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy)
+                            limits=Limits(CHECK_TIMEOUT_S, CHECK_TIMEOUT_S), keep=variant.scheduler.policy,
+                            returns=type(None))
     close_kept()  # this process goes on: a live child would make every page it writes a copy
 
 
@@ -595,7 +601,9 @@ def short_labels(names: Sequence[str], scenario: Path) -> dict[str, str]:
         if not grown:
             for name in clashing:  # the same file twice under other spellings: show what was given
                 labels[name] = name
-            return labels
+            # a label's bidirectional or invisible character escaped, as in every message (U+202E would
+            # turn the rest of a table's row around)
+            return {name: visible(label) for name, label in labels.items()}
         for name in grown:
             depth[name] += 1
 
@@ -626,7 +634,7 @@ def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: fl
             who = f"{task.scheduler} (seed {task.seed})"
             try:
                 return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
-                                   keep=policy if reuse else None)
+                                   keep=policy if reuse else None, returns=dict)
             except RunFailed as exc:
                 if keep_going:
                     raise
@@ -1041,7 +1049,7 @@ def extra_metrics(runs: pd.DataFrame) -> list[tuple[str, str, bool]]:
 
     chosen = [(key, label, higher) for key, label, higher, _ in STARVATION_METRICS if key in runs.columns]
     chosen += [(key, label, higher) for key, label, higher, _ in FAIRNESS_METRICS if has(key)]
-    chosen += [(key, f"Avg wait, tenant {key[len(TENANT_WAIT):]} (s)", False)
+    chosen += [(key, f"Avg wait, tenant {visible(key[len(TENANT_WAIT):])} (s)", False)
                for key in runs.columns if key.startswith(TENANT_WAIT) and has(key)]
     return chosen
 
