@@ -1,7 +1,8 @@
 """Classes an independent hostile round against issue 39's fixes found open (each with one test):
 
-- a child's message of the right shape with the wrong payload for its kind (a result of another type,
-  text that is no text, an error that is no exception, an unknown kind): an internal error before;
+- a child's message of the right shape with the wrong payload for its kind (a result of another type
+  or a hollow one, text that is no text, an error that is no exception, an unknown kind): an internal
+  error before;
 - a policy's own interrupt (``raise KeyboardInterrupt`` in its child) taken for the user's Ctrl-C;
 - a small message that makes the parent build something huge (``bytearray(2**31)``,
   ``tuple(range(10**9))``, ``DataFrame(None, range, range)``) or an error whose text is exponential;
@@ -25,6 +26,7 @@ from simsched.core.errors import InputError
 from simsched.runs import messages
 from simsched.runs.compare import compare_spec, run_compare
 from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.single import RunResult
 
 SCENARIO = """name = "tiny"
 seed = 1
@@ -85,6 +87,7 @@ def _one_line(capsys) -> str:
 @pytest.mark.skipif(not ISOLATION, reason="user policies run in a child process only on POSIX")
 @pytest.mark.parametrize("message, said", [
     (("ok", 5), "a int, not a RunResult"),
+    (("ok", RunResult.__new__(RunResult)), "a result simsched does not accept (its jobs is missing)"),
     (("stdout", 12345), "its stdout text is a int, not text"),
     (("error", "not an exception"), "its error is a str, not an exception"),
     (("launch", None), "its kind 'launch' is not one of"),

@@ -380,11 +380,15 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
                     raise RunFailed(f"{prefix}{who}: its run stopped early (an interrupt raised or signalled in "
                                     f"its own process), and simsched was not interrupted; a policy must return a "
                                     f"Decision ({_where(board)})")
+                wrong = None
                 if returns is not None and not isinstance(payload, returns):
+                    wrong = f"a {type(payload).__name__}, not a {returns.__name__}"
+                elif returns is not None and hasattr(returns, "received_problem"):
+                    wrong = returns.received_problem(payload)  # e.g. a RunResult made with nothing set
+                if wrong is not None:
                     child.close()
-                    raise RunFailed(f"{prefix}{who}: its process sent a result simsched does not accept (a "
-                                    f"{type(payload).__name__}, not a {returns.__name__}) and was stopped "
-                                    f"({_where(board)})")
+                    raise RunFailed(f"{prefix}{who}: its process sent a result simsched does not accept ({wrong}) "
+                                    f"and was stopped ({_where(board)})")
                 return kind, payload
             # no `continue`: a child that prints or reports without end is still held to its limits
         elif process.sentinel in ready and not receiver.poll(0):

@@ -32,7 +32,7 @@ from simsched.core.eventlog import EventLog
 from simsched.core.fairness import QuotaBook
 from simsched.core.feasibility import InfeasibleReport, infeasible_report
 from simsched.core.jobstore import JobStore
-from simsched.core.metrics import jobs_frame, migrations, summarize
+from simsched.core.metrics import SUMMARY_METRICS, jobs_frame, migrations, summarize
 from simsched.core.model import MILLI, Fleet
 from simsched.core.readonly import ReadOnlyPolicy
 from simsched.core.seeding import stream
@@ -58,6 +58,14 @@ RUN_FILES = ("jobs.csv", "events.csv", "nodes.csv", "spells.csv", "timeline.csv"
              "report.html", *(f"{name}.parquet" for name in outputs.RUN_TABLES))
 
 
+#: a RunResult's fields and their types, as ``__init__`` and a run make them (RunResult.received_problem)
+_RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "_jobs": pd.DataFrame, "_log": (EventLog, type(None)), "_events": (pd.DataFrame, type(None)), "summary": dict,
+    "nodes": pd.DataFrame, "_options": Mapping, "_cluster_names": tuple, "_spells": (pd.DataFrame, type(None)),
+    "_spell_jobs": (numpy.ndarray, type(None)), "_timeline": (pd.DataFrame, type(None)), "_jobs_filled": bool,
+}
+
+
 class RunResult:
     """What one run produced: per-job table, event log, summary (metrics + provenance), the fleet's
     nodes, and the run spells and timeline derived from the event log (columns: [docs/outputs.md](../outputs.md)).
@@ -81,6 +89,27 @@ class RunResult:
         self._spell_jobs: numpy.ndarray | None = None  # job index per spell, when built from the log
         self._timeline: pd.DataFrame | None = None
         self._jobs_filled = False
+
+    @classmethod
+    def received_problem(cls, value: RunResult) -> str | None:
+        """What is wrong with a result that came from a policy's child process, or None: its state
+        must be what ``__init__`` and a run make (a crafted one, say ``RunResult.__new__`` with nothing
+        set, would otherwise fail wherever it is used, as an internal error). Checked by
+        :func:`simsched.runs.isolated.run_watched` (``returns``)."""
+        state = getattr(value, "__dict__", None)
+        if not isinstance(state, dict):
+            return "it has no fields"
+        for name, kinds in _RESULT_FIELDS.items():
+            if name not in state or not isinstance(state[name], kinds):
+                return f"its {name.lstrip('_')} is {type(state.get(name)).__name__ if name in state else 'missing'}"
+        summary = state["summary"]
+        for key, *_ in SUMMARY_METRICS:
+            if key in summary and not (summary[key] is None or type(summary[key]) in (int, float)):
+                return f"its summary's {key} is a {type(summary[key]).__name__}, not a number"
+        if not all(type(text) is str for text in summary.get("warnings", ())) or \
+                not isinstance(summary.get("warnings", ()), (list, tuple)):
+            return "its summary's warnings are not a list of text"
+        return None
 
     @property
     def events(self) -> pd.DataFrame:
