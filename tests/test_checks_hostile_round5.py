@@ -183,3 +183,17 @@ def test_a_labels_bidirectional_character_is_escaped_in_the_tables(tiny: Path) -
     result = run_compare(compare_spec(tiny, schedulers=["fifo", "s\u202ej"]), workers=1)
     text = to_markdown(result)
     assert "\u202e" not in text and "s<U+202E>j" in text
+
+
+@pytest.mark.skipif(not ISOLATION, reason="user policies run in a child process only on POSIX")
+def test_a_crafted_row_from_a_policys_child_is_a_failed_run_in_compare_and_experiment(tiny: Path, capsys) -> None:
+    row = {"instance": "tiny", "seed": 1, "scheduler": "x", "avg_jct": "fast"}
+    (tiny.parent / "pol.py").write_text(POLICY.format(payload=pickle.dumps(("ok", row))))
+    assert main(["compare", str(tiny), "--schedulers", "fifo,pol.py:Sends", "--workers", "1", "--quiet"]) == 2
+    assert "pol.py:Sends (seed 1): its process sent a result simsched does not accept (its scheduler is 'x'" \
+        in _one_line(capsys)
+    pytest.importorskip("scipy.stats", reason="experiments need the extra 'experiment' (scipy)")
+    spec = tiny.with_name("spec.toml")
+    spec.write_text('name = "s"\nscenarios = ["tiny.toml"]\nschedulers = ["fifo", "pol.py:Sends"]\nseeds = 1\n')
+    assert main(["experiment", str(spec), "--workers", "1", "--quiet", "--out", str(tiny.parent / "out")]) == 2
+    assert "its process sent a result simsched does not accept (its keys are" in _one_line(capsys)

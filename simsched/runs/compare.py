@@ -617,6 +617,31 @@ def _task_policy(task: RunTask) -> Any:
     return task.resolved.scheduler.policy if task.resolved is not None else task.options.get("policy")
 
 
+def row_problem(task: RunTask, row: dict[str, Any]) -> str | None:
+    """What is wrong with a row that came from a policy's child process, or None: :func:`run_task`'s
+    keys for this task, numbers (NaN for n/a) for every metric, text for its warnings."""
+    for key, value in (("instance", task.instance_name), ("seed", task.seed), ("scheduler", task.scheduler)):
+        if row.get(key) != value or type(row.get(key)) is not type(value):
+            return f"its {key} is {row.get(key)!r}, not {value!r}"
+    for key, value in row.items():
+        if not isinstance(key, str):
+            return f"a key {key!r} that is not text"
+        if key in ("instance", "seed", "scheduler") or key.startswith("_"):
+            continue
+        if type(value) not in (int, float):
+            return f"its {visible(key)} is a {type(value).__name__}, not a number"
+    missing = [key for key in METRIC_KEYS if key not in row]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    warnings = row.get("_warnings", [])
+    if not isinstance(warnings, list) or not all(type(text) is str for text in warnings):
+        return "its warnings are not a list of text"
+    if not isinstance(row.get("_jobs", pd.DataFrame()), pd.DataFrame) or \
+            not isinstance(row.get("_scenario_hash", ""), str):
+        return "its per-job table or scenario hash is not one"
+    return None
+
+
 def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: float | None = None,
                      shipped: Any = None, limits: Limits | None = None, reuse: bool = False) -> dict[str, Any]:
     """:func:`run_task` with the grading guards. A user policy's run happens in a child process
@@ -633,8 +658,13 @@ def run_task_guarded(task: RunTask, keep_going: bool = False, decide_timeout: fl
             file = policy_file(policy, task.instance)
             who = f"{task.scheduler} (seed {task.seed})"
             try:
-                return run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
-                                   keep=policy if reuse else None, returns=dict)
+                row = run_watched(run_task, (task, None, shipped), who=who, limits=limits, file=file,
+                                  keep=policy if reuse else None, returns=dict)
+                wrong = row_problem(task, row)
+                if wrong is not None:  # the child runs the policy's code: its row may be crafted
+                    close_kept()
+                    raise RunFailed(f"{file}: {who}: its process sent a result simsched does not accept ({wrong})")
+                return row
             except RunFailed as exc:
                 if keep_going:
                     raise

@@ -34,7 +34,7 @@ from simsched.runs.experiment.store import (
     read_results,
 )
 from simsched.runs.isolated import AVAILABLE as ISOLATION
-from simsched.runs.isolated import run_watched
+from simsched.runs.isolated import RunFailed, run_watched
 from simsched.runs.metric_check import check_metric_tenants
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Handle, Shipment, files_of, localize
@@ -114,9 +114,37 @@ def execute_guarded(task: RunTask, shipped: Handle | None = None) -> dict[str, A
     default limits (simsched.runs.isolated): its death or a hang beyond the memory is one line naming it."""
     args = (task,) if shipped is None else (task, shipped)
     if ISOLATION and is_user_code(task.resolved, None):
-        return run_watched(execute, args, who=f"{task.scheduler} (seed {task.seed})",
-                           file=user_code_file(task.resolved, None), returns=dict)
+        who, file = f"{task.scheduler} (seed {task.seed})", user_code_file(task.resolved, None)
+        row = run_watched(execute, args, who=who, file=file, returns=dict)
+        wrong = row_problem(task, row)
+        if wrong is not None:  # the child runs the policy's code: its row may be crafted
+            raise RunFailed(f"{file}: {who}: its process sent a result simsched does not accept ({wrong})")
+        return row
     return execute(*args)
+
+
+def row_problem(task: RunTask, row: dict[str, Any]) -> str | None:
+    """What is wrong with a row that came from a policy's child process, or None: :func:`execute`'s
+    keys, this task's identity and grid point, numbers (or None) for every metric."""
+    keys = {"partial", "identity", "point", "metrics", "decisions", "jobs"}
+    if set(row) != keys:
+        return f"its keys are {', '.join(sorted(map(str, row)))}, not {', '.join(sorted(keys))}"
+    identity = row["identity"]
+    expected = {"run_id": task.run_id, "scenario": task.scenario, "instance": task.instance,
+                "scheduler": task.scheduler, "seed": task.seed, "ea_stream": task.ea_stream,
+                "scenario_hash": task.scenario_hash}
+    if not isinstance(identity, dict) or {k: identity.get(k) for k in expected} != expected \
+            or type(identity.get("wall_s")) is not float or set(identity) != set(expected) | {"wall_s"}:
+        return "its identity is not this run's"
+    if row["point"] != dict(task.point) or type(row["partial"]) is not bool:
+        return "its grid point is not this run's"
+    metrics = row["metrics"]
+    if not isinstance(metrics, dict) or not all(
+            isinstance(k, str) and (v is None or type(v) in (int, float)) for k, v in metrics.items()):
+        return "a metric that is not a number"
+    if not (row["jobs"] is None or isinstance(row["jobs"], pd.DataFrame)):
+        return "its per-job table is not one"
+    return None
 
 
 class ExperimentInterrupted(Exception):
