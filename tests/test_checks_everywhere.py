@@ -203,9 +203,11 @@ def test_an_experiment_refuses_an_override_of_what_its_schedulers_decide(one: Pa
 
 # -- item 10: a tenant metric on runs without tenants ---------------------------------------------------
 @pytest.mark.parametrize("metric", ["jain_slowdown", "ftf_rho_max", "ftf_rho_share_above_1"])
-def test_rank_by_a_tenant_metric_without_tenants_ranks_every_run_tied_and_says_so(one: Path, capsys,
-                                                                                 metric: str) -> None:
-    assert main(["compare", str(one), "--schedulers", "fifo,hrrn", "--rank-by", metric, "--quiet"]) == 0
-    assert f"no run has a value of {metric}" in capsys.readouterr().err
-    comparison = simsched.compare(one, ["fifo", "hrrn"], rank_by=metric, workers=1)
-    assert list(comparison.runs["rank"]) == [1.5, 1.5]
+def test_rank_by_a_tenant_metric_without_tenants_is_refused_before_any_run(one: Path, capsys, metric: str) -> None:
+    out = one.parent / "out"
+    assert main(["compare", str(one), "--schedulers", "fifo,hrrn", "--rank-by", metric, "--quiet",
+                 "--out", str(out)]) == 2
+    assert f"--rank-by: {metric!r} needs tenants, and no instance has any" in _one_line(capsys)
+    assert not list(out.glob("*"))  # no run, nothing written
+    with pytest.raises(InputError, match=f"{metric}' needs tenants"):
+        simsched.compare(one, ["fifo", "hrrn"], rank_by=metric, workers=1)

@@ -26,9 +26,10 @@ from simsched.cli.main import main
 from simsched.core import arguments
 from simsched.core.errors import InputError, SimschedWarning
 from simsched.policies import Decision, Start
-from simsched.runs.experiment.grid import check_tenant_metric, plan
+from simsched.runs.experiment.grid import plan
 from simsched.runs.experiment.spec import load_spec
 from simsched.runs.isolated import AVAILABLE as ISOLATION
+from simsched.runs.metric_check import check_metric_tenants
 
 ONE = """
 name = "one"
@@ -327,10 +328,10 @@ def test_a_tenant_metric_for_a_tenant_of_the_trace_alone_is_accepted(tmp_path: P
         '[workload]\nsource = "csv"\npath = "jobs.csv"\n[scheduler]\npolicy = "fifo"\n')
     for metric in ("avg_wait@vc2", "avg_wait@(no tenant)"):
         spec = load_spec(_spec(tmp_path, "trace.toml", metric))
-        check_tenant_metric(spec, plan(spec))  # no error
+        check_metric_tenants(spec.metric, [t.resolved for t in plan(spec)], "metric")  # no error
     spec = load_spec(_spec(tmp_path, "trace.toml", "avg_wait@vc3"))
     with pytest.raises(InputError, match=r"valid: avg_wait@\(no tenant\), avg_wait@vc1, avg_wait@vc2"):
-        check_tenant_metric(spec, plan(spec))
+        check_metric_tenants(spec.metric, [t.resolved for t in plan(spec)], "metric")
 
 
 @pytest.mark.parametrize("column, value, message", [

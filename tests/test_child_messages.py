@@ -127,7 +127,7 @@ REFUSALS = {
     "HugeInt": r"an int of 1000001 bits",
     "BadEventLog": r"an event log naming a job it does not list",
     "Exits": r"an error of class 'builtins\.SystemExit'",
-    "WrongResult": r"sent a str as the run's result",
+    "WrongResult": r"sent a result simsched does not accept \(a str, not a (RunResult|dict)\)",
 }
 
 

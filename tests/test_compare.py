@@ -125,7 +125,7 @@ def test_instances_from_the_compare_table(scenario: Path, tmp_path: Path) -> Non
 @pytest.mark.parametrize(("args", "message"), [
     (["--schedulers", "fifo,nope"], "unknown scheduler 'nope'"),
     (["--schedulers", "missing.py:X"], "policy file"),
-    (["--rank-by", "speed"], "is not a metric"),
+    (["--rank-by", "speed"], "--rank-by: unknown metric 'speed'"),
     (["--seeds", "0"], "--seeds"),
 ])
 def test_bad_input_is_one_line_exit_2(scenario: Path, args: list[str], message: str, capsys) -> None:

@@ -176,7 +176,7 @@ def test_tiny_fig4_preset_runs(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("extra, message", [
     ("bogus = 1", "spec.toml: bogus: unknown key"),
-    ('metric = "speed"', "metric: unknown value 'speed'; valid: completed"),
+    ('metric = "speed"', "metric: unknown metric 'speed'; valid: completed"),
     ('headline = "lyra"', "headline: unknown value 'lyra'; valid: fifo, sjf, tiresias"),
     ('record = ["events"]', "record: unknown record 'events'; valid: decisions, jobs"),
     ("ea_streams = 0", "ea_streams: must be a count >= 1"),

@@ -70,7 +70,7 @@ def test_compare_without_tenants_shows_no_fairness_rows(tmp_path):
     text = to_markdown(result)
     assert "| Avg wait, 2-8-GPU jobs (s) |" in text
     assert "### Who waits\n" in text and "rho" not in text and "Avg wait, tenant" not in text
-    with pytest.raises(InputError, match="is not a metric"):
+    with pytest.raises(InputError, match="no instance has a tenant 'a'"):
         compare_spec(path, schedulers=["fifo"], rank_by="avg_wait@a")
 
 

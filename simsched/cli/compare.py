@@ -65,7 +65,7 @@ def compare_command(argv: list[str]) -> int:
     p.add_argument("--out", metavar="DIR", help="write compare.csv, compare_runs.csv and compare.md here (an earlier comparison "
                         "there is replaced as a whole, docs/outputs.md)")
     _add_override_flags(p, policy=False, seed_flag=False)  # as run's: --jobs-limit, --nodes-per-type, --placement, ...
-    p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct)")
+    p.add_argument("--rank-by", metavar="METRIC", help="metric the ranks use (default avg_jct), any an experiment's metric takes, e.g. p99_wait or avg_wait@TENANT")
     p.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted comparison in --out DIR (reuses its finished runs)")
@@ -94,9 +94,12 @@ def compare_command(argv: list[str]) -> int:
         check_out_dir(args.out)
     schedulers = None
     if args.schedulers is not None:
-        schedulers = [name.strip() for name in args.schedulers.split(",") if name.strip()]
-        if not schedulers:
+        schedulers = [name.strip() for name in args.schedulers.split(",")]
+        if not any(schedulers):
             raise InputError(f"{_command('compare')}: --schedulers: give at least one name")
+        if not all(schedulers):  # as simsched.compare(schedulers=["fifo", ""]) refuses it
+            raise InputError(f"{_command('compare')}: --schedulers {args.schedulers!r}: an empty name (two commas "
+                             "in a row, or one at an end); give names separated by single commas")
 
     args.scenario = str(_scenario_path(args.scenario))  # a file, or a shipped example's name
     spec = compare_spec(args.scenario, schedulers=schedulers, seeds=args.seeds, jobs=args.jobs,

@@ -25,7 +25,7 @@ from typing import Any
 from simsched.config.catalog import ALLOCATIONS as REGISTERED_ALLOCATIONS
 from simsched.config.catalog import policy_names
 from simsched.core import limits
-from simsched.core.metrics import METRIC_ALIASES, RANKABLE
+from simsched.core.metrics import METRIC_ALIASES, RANKABLE, TENANT_WAIT
 from simsched.core.model import SPEED_BASES
 from simsched.core.params import _MISSING, Params
 from simsched.core.tenancy import QUOTA_MODES, RECLAIM_MODES
@@ -128,8 +128,10 @@ def _reclaim_modes() -> tuple[str, ...]:
     return RECLAIM_MODES
 
 
-def _metrics() -> tuple[str, ...]:
-    return RANKABLE + tuple(METRIC_ALIASES)
+def _metrics() -> str:
+    """What :func:`simsched.core.metrics.metric_name` accepts (an experiment's ``metric`` too)."""
+    return ", ".join(f"`{name}`" for name in RANKABLE + tuple(METRIC_ALIASES)) + \
+        f", or `{TENANT_WAIT}<tenant>` (a tenant's mean wait; the instances must have that tenant)"
 
 
 def _learn_sources() -> tuple[str, ...]:
@@ -314,7 +316,7 @@ SECTIONS: dict[str, tuple[Key, ...]] = {
             min_value=1, example="3"),
         Key("instances", list, "More scenario files compared as cases beside this one.", [],
             type_text="list of paths", files="paths", example="[]"),
-        Key("rank_by", str, "The metric that ranks the schedulers.", "avg_jct", choices=_metrics, example='"avg_wait"'),
+        Key("rank_by", str, "The metric that ranks the schedulers.", "avg_jct", choices_text=_metrics, example='"avg_wait"'),
         Key("options", dict, "`[compare.options.LABEL]`: `[scheduler]` keys for one label.", {},
             type_text="table of tables", example='{ sjf = { placement = "first_fit" } }'),
     ),

@@ -212,7 +212,8 @@ def read_toml(path: Path) -> dict[str, Any]:
     note_read(path, "TOML file")
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            # a UTF-8 BOM (Windows Notepad's "UTF-8 with BOM") is no statement: dropped, as the CSV readers do
+            return tomllib.loads(fh.read().decode("utf-8").removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:

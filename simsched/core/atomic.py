@@ -136,6 +136,8 @@ def replacing(path: str | Path) -> Iterator[Path]:
     0600: a colleague who can read the folder can read the results, as with any other file the
     user writes there (docs/outputs.md)."""
     path = Path(path)
+    if path.is_dir() and not path.is_symlink():  # the rename would fail only after the writing
+        raise InputError(f"{path}: is a folder where simsched writes a file; move it away")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)

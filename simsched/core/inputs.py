@@ -104,6 +104,11 @@ def check_outputs(files: Iterable[str | Path] = (), folders: Iterable[str | Path
     folders = [Path(folder) for folder in folders]
     for folder in folders:
         subfolder(folder, create=False)
+    files = [Path(file) for file in files]
+    for file in files:  # a folder where a file goes: the rename at the end would fail after the work
+        if file.is_dir() and not file.is_symlink():
+            raise InputError(f"{flag} {file}: is a folder where simsched writes a file; move it away, or choose "
+                             f"another {flag}")
     inputs = reads()
     if not inputs:
         return

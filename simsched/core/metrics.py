@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from simsched.core.errors import InputError, control_characters, visible
 from simsched.core.fairness import QuotaBook, has_tenants, tenant_summary
 from simsched.core.model import ClusterSpec, NodeGroup
 
@@ -72,6 +73,43 @@ FAIRNESS_METRICS: tuple[tuple[str, str, bool, str], ...] = (
 RANKABLE: tuple[str, ...] = tuple(key for key, _, _, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS)
 #: a tenant's mean wait is the metric ``avg_wait@<tenant>`` (``avg_wait@(no tenant)`` for jobs without one)
 TENANT_WAIT = "avg_wait@"
+#: the metrics a run has only when it has tenants (docs/engine.md "Tenant fairness"), besides ``avg_wait@<tenant>``
+TENANT_METRICS: tuple[str, ...] = tuple(key for key, *_ in FAIRNESS_METRICS)
+
+
+def metric_name(text: object, where: str) -> str:
+    """The metric ``text`` names where a metric ranks runs (``compare --rank-by``, ``[compare] rank_by``,
+    ``simsched.compare(rank_by=)``, an experiment's ``metric``): one grammar for all of them. A key of
+    :data:`RANKABLE`, an old name of :data:`METRIC_ALIASES` (returned as its new name), or
+    ``avg_wait@<tenant>``; whether the runs have that tenant, or tenants at all for
+    :func:`needs_tenants`, is checked against the instances (:mod:`simsched.runs.metric_check`).
+    Else one :class:`InputError` line starting with ``where``."""
+    if isinstance(text, str) and text in RANKABLE:
+        return text
+    if isinstance(text, str) and text in METRIC_ALIASES:
+        return METRIC_ALIASES[text]
+    if isinstance(text, str) and text.startswith(TENANT_WAIT) and len(text) > len(TENANT_WAIT):
+        tenant = text[len(TENANT_WAIT):]
+        if not control_characters(tenant):
+            return text
+        raise InputError(f"{where}: {visible(text)!r}: a tenant name holds no control characters "
+                         f"({', '.join(control_characters(tenant))})")
+    shown = repr(visible(text)) if isinstance(text, str) else f"{text!r} (a {type(text).__name__}, not text)"
+    raise InputError(f"{where}: unknown metric {shown}; valid: {', '.join(RANKABLE + tuple(METRIC_ALIASES))}, "
+                     f"or {TENANT_WAIT}<tenant> (a tenant's mean wait)")
+
+
+def needs_tenants(metric: str) -> bool:
+    """Whether ``metric`` (as :func:`metric_name` returns it) has a value only in a run with tenants."""
+    return metric in TENANT_METRICS or metric.startswith(TENANT_WAIT)
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` (as :func:`metric_name` returns it) is better."""
+    if metric.startswith(TENANT_WAIT):
+        return False
+    return next(higher for key, _, higher, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS
+                if key == metric)
 
 
 def flat_metrics(summary: dict) -> dict[str, float | None]:

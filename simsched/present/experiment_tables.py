@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsched.core import atomic
+from simsched.core.errors import visible
 from simsched.core.metrics import FAIRNESS_METRICS, STARVATION_METRICS, SUMMARY_METRICS
 from simsched.runs.experiment.spec import METRICS, ExperimentSpec
 from simsched.runs.experiment.stats import ExperimentStats
@@ -134,8 +135,8 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     def bold(cell: str) -> str:
         return f"**{cell[1:]}**" if cell.startswith("*") else cell
 
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
-    lines += ["| " + " | ".join(bold(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(visible, header)) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(bold(visible(c)) for c in row) + " |" for row in rows]  # a label's U+202E: escaped
     return lines
 
 
@@ -224,6 +225,7 @@ def rich_tables(stats: ExperimentStats, spec: ExperimentSpec, title: str) -> lis
         for i, column in enumerate(header):
             t.add_column(column, justify="left" if i == 0 else "right")
         for row in rows:
+            row = [visible(c) for c in row]  # a label's bidi or invisible character, escaped as in messages
             t.add_row(*(f"[bold green]{c[1:]}[/]" if c.startswith("*") else c for c in row))
         return t
 

@@ -61,22 +61,23 @@ from simsched.config.resolve import policy_ref as resolve_policy_ref
 from simsched.config.resolve import scenario_path as resolve_scenario
 from simsched.config.scenario import Scenario, load_scenario, read_toml
 from simsched.core import atomic, interrupts
-from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean
+from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean, visible
 from simsched.core.interrupts import Interrupted, worker_setup
 from simsched.core.metrics import (
     FAIRNESS_METRICS,
-    METRIC_ALIASES,
-    RANKABLE,
     STARVATION_METRICS,
     SUMMARY_METRICS,
     TENANT_WAIT,
     flat_metrics,
+    higher_is_better,
+    metric_name,
 )
 from simsched.core.outputs import write_frame
 from simsched.core.params import check_name
 from simsched.core.seeding import stream
 from simsched.policies import check_user_backfill
 from simsched.runs import display, ranking
+from simsched.runs.experiment.spec import MAX_RUNS
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import (
     Limits,
@@ -86,6 +87,7 @@ from simsched.runs.isolated import (
     kept_policy,
     run_watched,
 )
+from simsched.runs.metric_check import check_metric_tenants
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Shipment, files_of, localize
 from simsched.runs.single import simulation
@@ -143,6 +145,8 @@ class RunTask:
     resolved: Any = None
     #: the instance's hash when the driver read it (scenario file and workload files): a run on other bytes is refused
     scenario_hash: str = ""
+    #: the tenant's mean wait the ranks use (``avg_wait@<tenant>``): in the row however many tenants the run has
+    rank_metric: str = ""
 
 
 @dataclass
@@ -363,7 +367,7 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
     base = path.resolve().parent
     instances = [path] + [Path(p) if Path(p).is_absolute() else base / p
                           for p in table.get_list("instances", str, [])]
-    own_rank_by = table.get("rank_by", str, "avg_jct", choices=RANKABLE + tuple(METRIC_ALIASES))
+    own_rank_by = metric_name(table.get("rank_by", str, "avg_jct"), f"{path}: compare.rank_by")
     options = table.sub("options").rest()
     for name, value in options.items():
         # a label names a column of every table and a file under jobs/ and plots/: printable text only
@@ -387,8 +391,8 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
                              if rest != "policy" else
                              f"--set {key}: the compared schedulers decide the policy (it would run one policy "
                              "under every label); give them with --schedulers")
-    for scenario in scenarios:  # a bad --set key or value fails before any run
-        _with_settings(scenario, dict(settings or {}))
+    # a bad --set key or value fails before any run
+    settled = [_with_settings(scenario, dict(settings or {})) for scenario in scenarios]
     chosen = tuple(schedulers) if schedulers else tuple(own_schedulers)
     for name in chosen:  # --schedulers, or simsched.compare(schedulers=...)
         check_name(name, lambda message: InputError(f"{path}: compare: scheduler {message}"))
@@ -404,16 +408,20 @@ def compare_spec(scenario_path: str | Path, *, schedulers: Sequence[str] | None 
             raise InputError(f"{path}: compare: {flag} would run every scheduler with {key} = {shown}, but "
                              f"[compare.options.{setters[0]}] sets {key} (the table would show one setting under "
                              f"its label); drop the flag, or set {key} in the label's table")
+    runs = len(instances) * (seeds or own_seeds) * len(chosen)
+    if runs > MAX_RUNS:  # the experiment's limit: the plan alone would take hours and the memory with it
+        raise InputError(f"{path}: compare: {runs:,} runs ({len(instances)} instance(s) x {seeds or own_seeds:,} seeds x "
+                         f"{len(chosen)} schedulers) is more than {MAX_RUNS:,}; compare fewer seeds")
     resolved = tuple(resolve_policy_ref(name, path) for name in chosen)
     _check_names(resolved, path, options)
-    rank_by = own_rank_by if rank_by is None else rank_by  # '' is a bad name, not 'the default'
-    spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds,
-                       METRIC_ALIASES.get(rank_by, rank_by), jobs, options, nodes_per_type,
+    # the experiment's grammar (simsched.core.metrics.metric_name); '' is a bad name, not 'the default'
+    where = f"{path}: compare.rank_by" if rank_by is None else f"{path}: compare: --rank-by"
+    rank_by = own_rank_by if rank_by is None else metric_name(rank_by, where)
+    check_metric_tenants(rank_by, settled, where)
+    spec = CompareSpec(path, tuple(instances), resolved, seeds or own_seeds, rank_by, jobs, options, nodes_per_type,
                        dict(scheduler_keys or {}), dict(settings or {}), scenarios[0].name,
                        tuple((w.synthesize_deadline, w.synthesize_weight) for w in workloads if w.source != "synthetic"),
                        tuple(scenarios))
-    if spec.rank_by not in RANKABLE:
-        raise InputError(f"compare: --rank-by {spec.rank_by!r} is not a metric; valid: {', '.join(RANKABLE)}")
     _check_builds(spec, check_policies)
     return spec
 
@@ -501,7 +509,8 @@ def plan(spec: CompareSpec, keep_jobs: bool = False) -> list[RunTask]:
         for seed in range(scenario.seed, scenario.seed + spec.seeds):
             for name in spec.schedulers:
                 task = RunTask(instance, label, seed, name, _options_for(spec, scenario, name), spec.jobs,
-                               keep_jobs, spec.nodes_per_type, tuple(spec.settings.items()), scenario_hash=digest)
+                               keep_jobs, spec.nodes_per_type, tuple(spec.settings.items()), scenario_hash=digest,
+                               rank_metric=spec.rank_by if spec.rank_by.startswith(TENANT_WAIT) else "")
                 if name not in ready:
                     try:
                         ready[name] = _prepared_from(scenario, task)
@@ -631,7 +640,9 @@ def short_labels(names: Sequence[str], scenario: Path) -> dict[str, str]:
         if not grown:
             for name in clashing:  # the same file twice under other spellings: show what was given
                 labels[name] = name
-            return labels
+            # a label's bidirectional or invisible character escaped, as in every message (U+202E would
+            # turn the rest of a table's row around)
+            return {name: visible(label) for name, label in labels.items()}
         for name in grown:
             depth[name] += 1
 
@@ -737,7 +748,7 @@ def run_task(task: RunTask, decide_timeout: float | None = None, shipped: Any = 
     row.update({key: math.nan if summary[key] is None else summary[key] for key in METRIC_KEYS})
     flat = flat_metrics(summary)
     if len(summary.get("tenants") or ()) > MAX_TENANT_ROWS:  # e.g. PAI's users: no table holds them all
-        flat = {key: value for key, value in flat.items() if not key.startswith(TENANT_WAIT)}
+        flat = {key: value for key, value in flat.items() if not key.startswith(TENANT_WAIT) or key == task.rank_metric}
     row.update({key: math.nan if value is None else value for key, value in flat.items()})
     # what the run said before it started (unfinished jobs are marked in the tables instead)
     row["_warnings"] = list(ready.warnings)
@@ -982,8 +993,10 @@ def warnings_of(result: CompareResult) -> list[str]:
     said = list(result.warnings)
     rank_by = result.spec.rank_by
     if not pd.to_numeric(result.runs.get(rank_by, pd.Series(dtype=float)), errors="coerce").notna().any():
-        said.append(f"no run has a value of {rank_by} (it needs tenants, and these runs have none, or it is a "
-                    "mean over no jobs): every run ties on it; choose another --rank-by")
+        # a metric without tenants to have it is refused up front (metric_check); a mean over no jobs remains,
+        # or a tenant whose jobs all lie past --jobs
+        said.append(f"no run has a value of {rank_by} (a mean over no jobs, or its tenant's jobs are not among "
+                    "the jobs run): every run ties on it; choose another --rank-by")
     marked = unfinished_runs(result)
     if marked:
         totals = result.runs.groupby("scheduler", sort=False).size().to_dict()
@@ -1024,11 +1037,9 @@ def tabulate(spec: CompareSpec, runs: pd.DataFrame, failed: Sequence[dict[str, A
     runs = runs.copy()
     runs["case"] = runs["instance"] + "#" + runs["seed"].astype(str)
     metrics = list(METRICS) + extra_metrics(runs)
-    higher = {key: better for key, _, better, _ in SUMMARY_METRICS + STARVATION_METRICS + FAIRNESS_METRICS}
-    higher.update((key, better) for key, _, better in metrics)
     if spec.rank_by not in runs.columns:  # a tenant metric on runs without tenants: no values, every run ties
         runs[spec.rank_by] = math.nan
-    runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher[spec.rank_by])
+    runs["rank"] = ranking.case_ranks(runs, ["case"], spec.rank_by, higher_is_better(spec.rank_by))
     cases = _cases(runs, failed)
     completed = runs.groupby("scheduler", sort=False).size().reindex(order, fill_value=0).astype(int)
     marked = ranking.incomplete_counts(runs)
@@ -1080,7 +1091,7 @@ def extra_metrics(runs: pd.DataFrame) -> list[tuple[str, str, bool]]:
 
     chosen = [(key, label, higher) for key, label, higher, _ in STARVATION_METRICS if key in runs.columns]
     chosen += [(key, label, higher) for key, label, higher, _ in FAIRNESS_METRICS if has(key)]
-    chosen += [(key, f"Avg wait, tenant {key[len(TENANT_WAIT):]} (s)", False)
+    chosen += [(key, f"Avg wait, tenant {visible(key[len(TENANT_WAIT):])} (s)", False)
                for key in runs.columns if key.startswith(TENANT_WAIT) and has(key)]
     return chosen
 

@@ -114,12 +114,22 @@ def _virtual_size() -> int:
         return 0
 
 
+class OwnInterrupt(SimschedError):
+    """A KeyboardInterrupt raised in a run's child: there it is the policy's own doing (the child
+    ignores Ctrl-C, which reaches this process), sent as this so the parent can tell."""
+
+
+messages.register_error(OwnInterrupt)
+
+
 def _portable(exc: BaseException) -> BaseException:
     """``exc`` as it can cross the pipe: itself when simsched.runs.messages rebuilds it (an Exception
     of Python's or simsched's own classes, plain arguments), else a SimschedError of its text; the
     child's traceback goes along as a note (``--debug`` shows it)."""
     text = "".join(traceback.format_exception(exc))
-    if messages.acceptable(exc):  # what the parent reads (simsched.runs.messages): plain data only
+    if isinstance(exc, KeyboardInterrupt):
+        sent = OwnInterrupt("KeyboardInterrupt")
+    elif messages.acceptable(exc):  # what the parent reads (simsched.runs.messages): plain data only
         sent = exc
     else:  # the user's own exception class, or one that does not pickle: its text
         kind = InputError if isinstance(exc, InputError) else SimschedError
@@ -345,6 +355,13 @@ class _Child:
         self.forget()
 
 
+def _stopped_early(result: Any) -> bool:
+    """Whether a run's result says it was interrupted (a partial RunResult, an experiment row)."""
+    if isinstance(result, dict):
+        return result.get("partial") is True
+    return getattr(type(result), "partial", None) is not None and getattr(result, "partial", False) is True
+
+
 def _watch(child: _Child, limits: Limits, who: str, file: str | None,
            progress: Callable[[Any], None] | None, returns: type | tuple[type, ...] = object) -> tuple[str, Any]:
     """Read the child's messages and hold its run to ``limits`` until the run ends: ``("ok", result)``
@@ -371,12 +388,30 @@ def _watch(child: _Child, limits: Limits, who: str, file: str | None,
             elif kind in ("stdout", "stderr"):
                 getattr(sys, kind).write(payload)
             elif kind == "error":
+                if isinstance(payload, OwnInterrupt):
+                    if interrupts.received() is not None:
+                        raise KeyboardInterrupt  # this process was interrupted too: the user's
+                    # the child ignores Ctrl-C: an interrupt there is the policy's own (a raise, a signal to itself)
+                    child.close()
+                    raise RunFailed(f"{prefix}{who}: its process stopped with {payload}, and simsched was not "
+                                    f"interrupted; a policy must return a Decision ({_where(board)})")
                 raise payload
-            elif not isinstance(payload, returns):
-                child.close()
-                raise RunFailed(f"{prefix}{who}: its process sent a {type(payload).__name__} as the run's result, not "
-                                f"what the run returns, and was stopped")
             else:
+                if _stopped_early(payload) and interrupts.received() is None:
+                    child.close()
+                    raise RunFailed(f"{prefix}{who}: its run stopped early (an interrupt raised or signalled in "
+                                    f"its own process), and simsched was not interrupted; a policy must return a "
+                                    f"Decision ({_where(board)})")
+                wrong = None
+                if not isinstance(payload, returns):
+                    wanted = returns if isinstance(returns, tuple) else (returns,)
+                    wrong = f"a {type(payload).__name__}, not a {' or '.join(t.__name__ for t in wanted)}"
+                elif hasattr(returns, "received_problem"):
+                    wrong = returns.received_problem(payload)  # e.g. a RunResult made with nothing set
+                if wrong is not None:
+                    child.close()
+                    raise RunFailed(f"{prefix}{who}: its process sent a result simsched does not accept ({wrong}) "
+                                    f"and was stopped ({_where(board)})")
                 return kind, payload
             # no `continue`: a child that prints or reports without end is still held to its limits
         elif process.sentinel in ready and not receiver.poll(0):
@@ -418,6 +453,11 @@ def run_watched(target: Callable[..., Any], args: tuple, *, who: str, limits: Li
     ``progress`` here. ``on_interrupt``: when this process is interrupted, ``"raise"`` kills the
     child and re-raises; ``"partial"`` lets the child stop at its next event and returns its
     (partial) result, as an in-process run does.
+
+    ``returns``: the type of ``target``'s return value; anything else the child sends as its result is
+    a :class:`RunFailed` (the child runs user code, so its messages may be crafted: simsched.runs.messages).
+    A child's interrupt (``KeyboardInterrupt``, a partial result) while this process was not interrupted
+    is the policy's own doing, and a :class:`RunFailed` too.
 
     ``keep`` (a key, e.g. the policy; ``target`` and ``args`` must then pickle, no ``progress``):
     the child is kept after a run that went well, and the next run with the same key and memory

@@ -56,6 +56,9 @@ from simsched.policies.user import PolicyError
 #: what one child's message makes the parent allocate: up to about 8 times its size (pickle's
 #: one-byte opcodes -- None, True, False, an empty tuple -- each add an 8-byte slot to a list)
 MAX_MESSAGE_BYTES = 1 << 30
+#: the most text an error sent back may hold (its arguments and notes, the child's traceback included):
+#: it is printed
+MAX_ERROR_TEXT = 1_000_000
 #: deepest nesting of containers in a message (a run's result is a few levels deep)
 MAX_DEPTH = 32
 #: the numpy dtypes an array or scalar may have (native byte order, as the child has it)
@@ -105,6 +108,11 @@ def register(cls: type, tag: str, to_plain: Callable[[Any], Any], from_plain: Ca
     checking every field (raise :class:`Refused`)."""
     _RECORDS[cls] = (tag, to_plain, from_plain)
     _DECODERS[tag] = from_plain
+
+
+def register_error(cls: type[Exception]) -> None:
+    """Let an exception class of an upper module travel as itself (with plain arguments)."""
+    EXCEPTIONS[f"simsched.{cls.__qualname__}"] = cls
 
 
 # ------------------------------------------------------------------ the child's side
@@ -209,7 +217,8 @@ def dumps(message: tuple[str, Any]) -> bytes:
 def acceptable(value: Any) -> bool:
     """Whether ``value`` would reach the parent as itself (encodes as plain data, and rebuilds)."""
     try:
-        decode(loads(pickle.dumps(encode(value), protocol=5)))
+        data = pickle.dumps(encode(value), protocol=5)
+        decode(loads(data), budget=_Budget(len(data)))
     except (Unsendable, Refused):
         return False
     return True
@@ -232,9 +241,28 @@ def loads(data: bytes) -> Any:
         raise Refused(f"it could not be read ({type(exc).__name__})") from None
 
 
-def decode(value: Any, depth: int = 0) -> Any:
+class _Budget:
+    """How many more values :func:`decode` may visit. Each value a pickle holds costs at least one
+    byte of it unless the pickle refers to one object many times (its memo): a list of two
+    references to a list of two references ... is a few hundred bytes and 2**60 values to visit."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise Refused("it refers to the same values over and over (more values than its bytes)")
+
+
+def decode(value: Any, depth: int = 0, budget: _Budget | None = None) -> Any:
     """The object ``value`` (plain data from :func:`loads`) encodes, every field checked
-    (:class:`Refused` otherwise)."""
+    (:class:`Refused` otherwise). ``budget``: the most values to visit (:func:`receive` gives the
+    message's length in bytes); none by default."""
+    if budget is not None:
+        budget.spend()
     kind = type(value)
     if kind in _LEAVES:
         if kind is int and not -MAX_INT < value < MAX_INT:
@@ -243,13 +271,13 @@ def decode(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise Refused(f"it is nested deeper than {MAX_DEPTH} levels")
     if kind is list:
-        return [decode(item, depth + 1) for item in value]
+        return [decode(item, depth + 1, budget) for item in value]
     if kind is dict:
-        return {decode(key, depth + 1): decode(item, depth + 1) for key, item in value.items()}
+        return {decode(key, depth + 1, budget): decode(item, depth + 1, budget) for key, item in value.items()}
     if kind is tuple:
         if len(value) >= 2 and type(value[0]) is str and value[0] == TAG:
-            return _decode_tagged(value, depth)
-        return tuple(decode(item, depth + 1) for item in value)
+            return _decode_tagged(value, depth, budget)
+        return tuple(decode(item, depth + 1, budget) for item in value)
     raise Refused(f"it holds a {kind.__name__} outside an array")
 
 
@@ -263,7 +291,7 @@ def _leaf(value: Any) -> bool:
     return type(value) in _LEAVES and (type(value) is not int or -MAX_INT < value < MAX_INT)
 
 
-def _decode_tagged(value: tuple, depth: int) -> Any:
+def _decode_tagged(value: tuple, depth: int, budget: _Budget | None) -> Any:
     tag = value[1]
     if tag == "array":
         return _decode_array(value)
@@ -283,7 +311,7 @@ def _decode_tagged(value: tuple, depth: int) -> Any:
         return _decode_error(value)
     if type(tag) is str and tag in _DECODERS:
         _check(len(value) == 3, f"a {tag} that is not one")
-        return _DECODERS[tag](decode(value[2], depth + 1))
+        return _DECODERS[tag](decode(value[2], depth + 1, budget))
     raise Refused(f"it holds an unknown kind of value ({str(tag)[:40]!r})")
 
 
@@ -388,6 +416,8 @@ def _decode_error(value: tuple) -> BaseException:
            and all(_leaf(arg) for arg in value[3]) and len(value[3]) <= 8 and type(value[4]) is list
            and all(type(note) is str for note in value[4]), "an error that is not one")
     key, args, notes = value[2], value[3], value[4]
+    _check(sum(len(text) for text in (*args, *notes) if type(text) in (str, bytes)) <= MAX_ERROR_TEXT,
+           f"an error holding more than {MAX_ERROR_TEXT:,} characters of text")
     _check(key in EXCEPTIONS, f"an error of class {key[:80]!r}, which simsched does not rebuild")
     try:
         exc = EXCEPTIONS[key](*args)
@@ -409,7 +439,7 @@ def receive(connection: Any, limit: int = MAX_MESSAGE_BYTES) -> tuple[str, Any]:
             raise Refused(f"it is longer than the {limit:,} bytes a run's process may send") from None
         raise
     try:
-        message = decode(loads(data))
+        message = decode(loads(data), budget=_Budget(len(data)))
     except Refused:
         raise
     except Exception as exc:  # noqa: BLE001 - a field a checker let through and its constructor refused

@@ -25,13 +25,11 @@ from typing import Any
 from simsched.config.instances import instance_set as generate
 from simsched.config.overrides import apply_overrides
 from simsched.config.scenario import Scenario, load_scenario
-from simsched.core.errors import InputError, visible
-from simsched.core.fairness import NO_TENANT
-from simsched.core.metrics import TENANT_WAIT
+from simsched.core.errors import InputError
 from simsched.runs.experiment.spec import ExperimentSpec, SchedulerEntry
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import Limits, run_watched
-from simsched.runs.single import is_user_code, prepare, simulation, user_code_file
+from simsched.runs.single import is_user_code, simulation, user_code_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,41 +224,3 @@ def check_runs(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
             where = ", ".join(f"{k} = {v!r}" for k, v in task.point)
             raise InputError(f"{spec.path}: scheduler {task.scheduler!r}" + (f" at {where}" if where else "")
                              + f": {exc}") from None
-
-
-def check_tenant_metric(spec: ExperimentSpec, tasks: list[RunTask]) -> None:
-    """``metric = "avg_wait@<tenant>"`` names a tenant some instance has: else every run's value is
-    empty and every run ties, so it is one line naming the tenants there are. The tenants with quotas
-    and those of ``tenant_mix`` are read from the scenarios; only when the name is not among them are
-    the workloads loaded (a trace's own tenant column), once per distinct workload and fleet."""
-    if not spec.metric.startswith(TENANT_WAIT):
-        return
-    tenant = spec.metric[len(TENANT_WAIT):]
-    known: set[str] = set()
-    for task in tasks:
-        scenario = task.resolved
-        for cluster in scenario.clusters:
-            known.update(t.name for t in cluster.tenants)
-            if cluster.quota_schedule is not None:
-                known.update(cluster.quota_schedule.tenants)
-        known.update(name for name, _ in scenario.workload.tenant_mix or ())
-    if tenant in known:
-        return
-    seen: set[tuple[int, int]] = set()
-    for task in tasks:
-        key = (id(task.resolved.workload), id(task.resolved.clusters))
-        if key in seen:
-            continue
-        seen.add(key)
-        _, table, _ = prepare(task.resolved)
-        if "tenant" not in table:
-            continue
-        names = set(table["tenant"].fillna("").astype(str))
-        if names - {""}:  # a run with tenants reports the jobs without one as "(no tenant)"
-            known.update(name or NO_TENANT for name in names)
-        if tenant in known:
-            return
-    valid = ", ".join(TENANT_WAIT + name for name in sorted(known, key=visible)) if known else \
-        "none: no instance has tenants (no [[cluster.tenant]], quota_file, tenant_mix or tenant column)"
-    raise InputError(f"{spec.path}: metric: {visible(spec.metric)!r}: no instance has a tenant {visible(tenant)!r} "
-                     f"(every run would have no value and tie); valid: {valid}")

@@ -24,7 +24,7 @@ from simsched.core.inputs import check_outputs, note_read, scenario_inputs
 from simsched.core.interrupts import deferred, exit_code, received
 from simsched.core.metrics import TENANT_WAIT, flat_metrics
 from simsched.core.outputs import require_format
-from simsched.runs.experiment.grid import RunTask, check_runs, check_tenant_metric, plan
+from simsched.runs.experiment.grid import RunTask, check_runs, plan
 from simsched.runs.experiment.lock import FolderLock
 from simsched.runs.experiment.spec import ExperimentSpec
 from simsched.runs.experiment.store import (
@@ -36,6 +36,7 @@ from simsched.runs.experiment.store import (
 )
 from simsched.runs.isolated import AVAILABLE as ISOLATION
 from simsched.runs.isolated import RunFailed, run_watched
+from simsched.runs.metric_check import check_metric_tenants
 from simsched.runs.parallel import TaskRunner, TasksLost
 from simsched.runs.shipping import Handle, Shipment, files_of, localize
 from simsched.runs.single import is_user_code, simulation, user_code_file
@@ -213,7 +214,7 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, workers: int | None
     require_format(jobs_format, "--format")
     tasks = plan(spec)
     check_runs(spec, tasks)
-    check_tenant_metric(spec, tasks)
+    check_metric_tenants(spec.metric, (task.resolved for task in tasks), f"{spec.path}: metric")
     _check_inputs_kept(spec, tasks, Path(out))
     Path(out).mkdir(parents=True, exist_ok=True)
     with FolderLock(out) as lock:  # one writer per folder: a second invocation stops here (exit 2)

@@ -41,10 +41,10 @@ from simsched.config.scenario import read_toml
 from simsched.core.errors import InputError
 from simsched.core.metrics import (
     FAIRNESS_METRICS,
-    METRIC_ALIASES,
     STARVATION_METRICS,
     SUMMARY_METRICS,
     TENANT_WAIT,
+    metric_name,
 )
 from simsched.core.params import Params, check_name
 
@@ -194,12 +194,7 @@ def load_spec(path: str | Path, preset: str | None = None, max_runs: int = MAX_R
     ea = _int_axis(top, "ea_streams", 1)
     names = [entry.name for entry in schedulers]
     headline = top.get("headline", str, names[0], choices=names)
-    metric = top.get("metric", str, "objective")
-    if metric not in METRICS and metric not in METRIC_ALIASES and not (
-            metric.startswith(TENANT_WAIT) and len(metric) > len(TENANT_WAIT)):
-        raise top.error("metric", f"unknown value {metric!r}; valid: {', '.join(list(METRICS) + list(METRIC_ALIASES))}"
-                        f", or {TENANT_WAIT}<tenant> (a tenant's mean wait)")
-    metric = METRIC_ALIASES.get(metric, metric)
+    metric = metric_name(top.get("metric", str, "objective"), f"{where}: metric")  # compare's grammar too
     record = top.get_list("record", str, [])
     for item in record:
         if item not in RECORDS:
