@@ -205,3 +205,19 @@ def test_a_crafted_row_from_a_policys_child_is_a_failed_run_in_compare_and_exper
     spec.write_text('name = "s"\nscenarios = ["tiny.toml"]\nschedulers = ["fifo", "pol.py:Sends"]\nseeds = 1\n')
     assert main(["experiment", str(spec), "--workers", "1", "--quiet", "--out", str(tiny.parent / "out")]) == 2
     assert "its process sent a result that is not this run's, and its run is refused" in _one_line(capsys)
+
+
+# -- bad input leaves no output folder behind ----------------------------------------------------------
+def test_bad_input_found_after_the_out_check_leaves_no_folder_behind(tiny: Path, capsys) -> None:
+    """run and compare check --out before they read their inputs, without making the folder: the run
+    makes it when it writes, so a refused --set (or scheduler) leaves nothing in the user's tree."""
+    out = tiny.parent / "new" / "out"
+    assert main([str(tiny), "--out", str(out), "--set", "workload.load=-1", "--quiet"]) == 2
+    assert main(["compare", str(tiny), "--schedulers", "fifo,nope", "--out", str(out), "--quiet"]) == 2
+    assert not (tiny.parent / "new").exists()
+    assert main([str(tiny), "--out", str(out), "--quiet"]) == 0
+    assert (out / "jobs.csv").is_file()
+    blocker = tiny.parent / "file"
+    blocker.write_text("x")
+    assert main([str(tiny), "--out", str(blocker / "out"), "--quiet"]) == 2
+    assert "is not a folder" in capsys.readouterr().err

@@ -91,7 +91,7 @@ def compare_command(argv: list[str]) -> int:
     if args.resume and not args.out:
         raise InputError(f"{_command('compare')}: --resume needs --out DIR (the interrupted comparison's folder)")
     if args.out:
-        check_out_dir(args.out)
+        check_out_dir(args.out, create=False)  # made when the run writes (bad input below leaves none)
     schedulers = None
     if args.schedulers is not None:
         schedulers = [name.strip() for name in args.schedulers.split(",")]

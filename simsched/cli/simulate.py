@@ -39,7 +39,7 @@ def run_parsed(args: argparse.Namespace, stdout) -> int:
             raise InputError(f"{_command()}: --format needs --out (it is the format of the tables written there)")
         require_format(args.format)
     if args.out:
-        check_out_dir(args.out)
+        check_out_dir(args.out, create=False)  # made when the run writes (bad input below leaves none)
     scenario = with_settings(with_flags(load_scenario(args.scenario), args), args)
     console = wide_console(stderr=True, minimum=160)  # piped: the progress line and warnings are not cut
     quiet = args.quiet or args.json

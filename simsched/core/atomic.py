@@ -182,11 +182,22 @@ def is_partial(folder: str | Path) -> bool:
     return (Path(folder) / MARKER).is_file()
 
 
-def check_out_dir(path: str | Path, flag: str = "--out") -> Path:
-    """An output folder that exists or can be created, and is writable; else :class:`InputError`."""
+def check_out_dir(path: str | Path, flag: str = "--out", create: bool = True) -> Path:
+    """An output folder that exists or can be created, and is writable; else :class:`InputError`.
+    ``create=False`` (the commands' checks before they read their inputs): a folder that does not
+    exist yet is not made; its nearest existing parent must be a writable folder, so that bad input
+    found afterwards leaves nothing behind (the folder is made when the outputs are written)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(f"{flag} {path}: exists and is not a folder; give a folder for the outputs")
+    if not create and not path.exists():
+        parent = path.absolute().parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise InputError(f"{flag} {path}: cannot create the folder ({parent} is not a folder)")
+        _probe(parent, flag, f"{flag} {path}")
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
