@@ -562,14 +562,20 @@ def _scan_shape(options: tuple, cluster: int | None, groups: dict, running: Runn
     return known
 
 
+#: no job started (_Resume.gone)
+_NONE_GONE: frozenset[int] = frozenset()
+
+
 class _Resume:
-    """What a walk leaves for the next one (see :class:`ReservingWalk`)."""
+    """What a walk leaves for the next one (see :class:`ReservingWalk`; filled by :meth:`keep`)."""
 
     __slots__ = ("now", "free", "seen", "length", "last", "failed_now", "plan", "started", "kept", "prefix_failed",
                  "full", "gone")
 
-    def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan,
-                 started: list[JobView], prefix_end: int, prefix_failed: dict, full: bool) -> None:
+    def keep(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan,
+             started: list[JobView], prefix_end: int, prefix_failed: dict, full: bool) -> _Resume:
+        """This object, now holding what the walk over ``ordered`` leaves (one per :class:`ReservingWalk`,
+        refilled at each walk's end: the walk has read the last one's by then)."""
         self.now = view.now
         self.free = view.free
         self.seen = list(ordered)  # (a copy: the scheduler's sorted queue changes in place)
@@ -580,14 +586,15 @@ class _Resume:
         self.started = bool(started)
         # the jobs up to the one whose reservation used the last of the depth (all of them while
         # reservations remain), less those started: the jobs whose fate a later walk may keep
-        self.gone: set[int] = set()
         if started:
             gone = self.gone = set(map(id, started))
             self.kept = [job for job in ordered[:prefix_end] if id(job) not in gone]
         else:
+            self.gone = _NONE_GONE
             self.kept = self.seen[:prefix_end]
         self.prefix_failed = prefix_failed  # the least work per shape of their jobs that did not fit now
         self.full = full  # whether the reservations used the depth
+        return self
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
         """Whether that walk started nothing, and only arrivals came since, all sorting after the jobs
@@ -690,6 +697,7 @@ class ReservingWalk:
         self.depth = depth
         self.running_ends = RunningEnds()
         self._resume: _Resume | None = None
+        self._kept = _Resume()  # what _resume holds when it is not None
         # id(job) -> (job, queue_seq, cluster, shape, remaining time): see the class docstring
         self._facts: dict[int, tuple] = {}
         self.carried = 0  # decisions that carried the last walk's plan (for tests and benches)
@@ -838,9 +846,9 @@ class ReservingWalk:
         running.started(started)
         self.last_started = started
         if resumable:
-            self._resume = _Resume(view, ordered, failed_now, plan, started,
-                                   len(ordered) if prefix_end is None else prefix_end, prefix_failed,
-                                   prefix_end is not None)
+            self._resume = self._kept.keep(view, ordered, failed_now, plan, started,
+                                           len(ordered) if prefix_end is None else prefix_end, prefix_failed,
+                                           prefix_end is not None)
         return starts, list(made.values())
 
 
