@@ -250,14 +250,19 @@ def _long_queue(seed: int, count: int) -> list[JobSpec]:
     return [JobSpec(str(i), float(s), float(d), float(g), 1) for i, (s, d, g) in enumerate(zip(submit, duration, gpus))]
 
 
-def _carried_run(seed: int, placement: str, depth: float, count: int) -> int:
-    """A fifo run over _long_queue, each decision checked against the reference; the carried count."""
+def _carried_walk(seed: int, placement: str, depth: float, count: int) -> ReservingWalk:
+    """A fifo run over _long_queue, each decision checked against the reference; its walk."""
     CheckedWalk.calls = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(queue_module, "ReservingWalk", CheckedWalk)
         scheduler = _scheduler("fifo", placement, "home", depth)
         Engine(LONG_FLEET, _long_queue(seed, count), scheduler, EngineConfig()).run()
-    return scheduler._reserving.carried
+    return scheduler._reserving
+
+
+def _carried_run(seed: int, placement: str, depth: float, count: int) -> int:
+    """The carried count of :func:`_carried_walk`."""
+    return _carried_walk(seed, placement, depth, count).carried
 
 
 @settings(max_examples=20, deadline=None)
@@ -274,6 +279,15 @@ def test_carried_plans_equal_the_reference_on_long_queues(seed, placement, depth
 def test_long_queues_carry_plans(depth):
     """The runs above do carry plans across decisions (else the property proves little)."""
     assert _carried_run(3, "best_fit", depth, 400) > 50
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_carried_walks_know_jobs_fail_again_without_placing_them(depth):
+    """Jobs walked again after GPUs came back, which failed in the last walk, are known to fail again
+    when no node given back has a slot for them (ReservingWalk, "carried"), with every decision the
+    reference's (else the rule proves little in the property above). (``conservative`` walks again
+    only the arrivals.)"""
+    assert _carried_walk(3, "best_fit", depth, 400).failed_again > 20
 
 
 @pytest.mark.parametrize("depth", [1, math.inf])

@@ -151,7 +151,8 @@ class RunningEnds:
         self.counted = counted and not stale
         if stale:
             self._rebuild(view.running)
-        return bisect_right(self.ends, now)
+            return bisect_right(self.ends, now)
+        return 0  # (the releases up to now are gone)
 
 
 def hypothetical(placement: Placement) -> Placement:
@@ -366,20 +367,29 @@ class _Plan:
         whatever its run time, until this walk's end (the GPUs free now only shrink; every
         built-in placement that fails on some free GPUs fails on fewer); True otherwise. ``work``: its
         remaining time at speed 1 (``view.remaining_time(job)``), the run time of an option of that speed."""
-        now = self.now
-        booked, booked_at = self.booked, self.booked_at
+        now, free = self.now, self.free
+        booked = self.booked
+        # (the reservations after now, in start order: those starting inside the run lower its window; as _least)
+        after = bisect_right(self.booked_at, now) if booked else 0
+        count = len(booked)
         lowered = False
         for option in job.options:
             if cluster is not None and option.cluster != cluster:
                 continue
             run = work if option.speed == 1.0 else view.remaining_time(job, option.speed)
-            if booked:
-                scratch = self._least(self.free, now, now + run)
-                i = bisect_right(booked_at, now)
-                if i < len(booked) and booked[i].at < now + run:
-                    lowered = True
-            else:
-                scratch = self.free[:]
+            scratch = free[:]
+            end = now + run
+            k = after
+            while k < count:
+                reservation = booked[k]
+                if reservation.at >= end:
+                    break
+                for n, least in reservation.least.items():
+                    if least < scratch[n]:
+                        scratch[n] = least
+                k += 1
+            if k > after:
+                lowered = True
             chosen = placement(groups[option.cluster, option.gpu_type], option.per_worker, job.workers, scratch)
             if chosen is not None:
                 return chosen, option.per_worker, run
@@ -552,14 +562,20 @@ def _scan_shape(options: tuple, cluster: int | None, groups: dict, running: Runn
     return known
 
 
+#: no job started (_Resume.gone)
+_NONE_GONE: frozenset[int] = frozenset()
+
+
 class _Resume:
-    """What a walk leaves for the next one (see :class:`ReservingWalk`)."""
+    """What a walk leaves for the next one (see :class:`ReservingWalk`; filled by :meth:`keep`)."""
 
     __slots__ = ("now", "free", "seen", "length", "last", "failed_now", "plan", "started", "kept", "prefix_failed",
                  "full", "gone")
 
-    def __init__(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan,
-                 started: list[JobView], prefix_end: int, prefix_failed: dict, full: bool) -> None:
+    def keep(self, view: SchedulerView, ordered: Sequence[JobView], failed_now: dict, plan: _Plan,
+             started: list[JobView], prefix_end: int, prefix_failed: dict, full: bool) -> _Resume:
+        """This object, now holding what the walk over ``ordered`` leaves (one per :class:`ReservingWalk`,
+        refilled at each walk's end: the walk has read the last one's by then)."""
         self.now = view.now
         self.free = view.free
         self.seen = list(ordered)  # (a copy: the scheduler's sorted queue changes in place)
@@ -570,14 +586,15 @@ class _Resume:
         self.started = bool(started)
         # the jobs up to the one whose reservation used the last of the depth (all of them while
         # reservations remain), less those started: the jobs whose fate a later walk may keep
-        self.gone: set[int] = set()
         if started:
             gone = self.gone = set(map(id, started))
             self.kept = [job for job in ordered[:prefix_end] if id(job) not in gone]
         else:
+            self.gone = _NONE_GONE
             self.kept = self.seen[:prefix_end]
         self.prefix_failed = prefix_failed  # the least work per shape of their jobs that did not fit now
         self.full = full  # whether the reservations used the depth
+        return self
 
     def holds_for(self, view: SchedulerView, ordered: Sequence[JobView]) -> bool:
         """Whether that walk started nothing, and only arrivals came since, all sorting after the jobs
@@ -660,7 +677,13 @@ class ReservingWalk:
       depth (they may fit now where they did not then), with ``conservative`` the arrivals. This is
       what keeps a conservative decision about the changes, not the queue times its reservations.
       The jobs' failures to start now are kept only for the kept jobs still waiting (the least
-      work per shape), and forgotten when one of them starts now.
+      work per shape), and forgotten when one of them starts now. A job walked again that failed
+      in the last walk (a job of its shape with no more work did) fails again, without a placement
+      call, when no node given back since (by a running job's end or a start of the last walk that
+      ended) has as many free milli-GPUs now as its options' least per worker: elsewhere its window
+      has no more capacity than then (the free GPUs only went down, and no reservation left it,
+      none being due), and a placement reads only the nodes with a slot per worker (as the
+      reservation scan assumes). Not when a reservation starts now (``conservative``).
 
     With ``resumable`` it also keeps each queued job's cluster, shape and remaining work between
     decisions (``cluster_for`` of a static allocation sticks, and a queued job's remaining time
@@ -674,9 +697,14 @@ class ReservingWalk:
         self.depth = depth
         self.running_ends = RunningEnds()
         self._resume: _Resume | None = None
+        self._kept = _Resume()  # what _resume holds when it is not None
         # id(job) -> (job, queue_seq, cluster, shape, remaining time): see the class docstring
         self._facts: dict[int, tuple] = {}
         self.carried = 0  # decisions that carried the last walk's plan (for tests and benches)
+        self.failed_again = 0  # jobs of carried walks known to fail again without a placement call (the same)
+        self.last_started: list[JobView] = []  # the jobs the last walk started, in walk order
+        # shape -> (its options, the least milli-GPUs per worker of its options in its cluster)
+        self._least_shares: dict[tuple, tuple[tuple, int]] = {}
 
     def __call__(self, ordered: Sequence[JobView], cluster_of: Callable[[JobView, SchedulerView], int | None],
                  view: SchedulerView, placement: Placement,
@@ -687,6 +715,7 @@ class ReservingWalk:
         order (the allocation's ``cluster_for``)."""
         if not ordered:  # nothing to walk (the running ends catch up at the next walk)
             self._resume = None
+            self.last_started = []
             return [], []
         running = self.running_ends
         resume, self._resume = self._resume, None
@@ -713,6 +742,10 @@ class ReservingWalk:
         if resume is not None and running.rebuilt:
             resume = None
         prefix_end: int | None = None  # the walk's index after the job whose reservation used the depth
+        # a carried walk after GPUs were given back: the last walk's failures (shape -> least work), and the
+        # most free milli-GPUs now on a node given back (see the loop)
+        before: dict[tuple, float] | None = None
+        most_given = -1
         if resume is not None and resume.holds_for(view, ordered):
             begin, failed_now, plan = resume.length, resume.failed_now, resume.plan
             prefix_failed = resume.prefix_failed
@@ -723,12 +756,27 @@ class ReservingWalk:
               and (done := resume.carries_to(view, ordered, released, depth == math.inf)) is not None):
             plan = resume.plan
             begin = done  # (those reserved at now among them, still queued, start now)
+            if done == len(resume.kept):
+                # the nodes given back since: the running jobs' releases and the last walk's starts' ends
+                free_now, now = view.free, view.now
+                for _, nodes, _ in released:
+                    for n in nodes:
+                        if free_now[n] > most_given:
+                            most_given = free_now[n]
+                for end, nodes, _ in plan.start_ends:
+                    if end <= now:
+                        for n in nodes:
+                            if free_now[n] > most_given:
+                                most_given = free_now[n]
+                before = resume.failed_now
             for reservation in plan.advance(view.now, view.free):
                 job = reservation.job
                 starts.append((job.job_id, reservation.nodes))
                 started.append(job)
                 if facts is not None:
                     facts.pop(id(job), None)
+            if started:
+                before = None
             # the kept jobs' failures now (all of them still fail now) unless one of them starts now;
             # all the seen jobs' when they all stay as they were
             prefix_failed = {} if started else resume.prefix_failed
@@ -744,21 +792,35 @@ class ReservingWalk:
             begin, plan = 0, _Plan(view.now, list(view.free))
         made = plan.made
         fit_now = plan.fit_now
+        inf = math.inf
+        least_shares = self._least_shares
         for index in range(begin, len(ordered)):
             job = ordered[index]
             known = None if facts is None else facts.get(id(job))
             if known is not None and known[0] is job and known[1] == job.queue_seq:
-                cluster, shape, work = known[2], known[3], known[4]
+                cluster, shape, work, least_share = known[2], known[3], known[4], known[5]
             else:
                 cluster = cluster_of(job, view)
-                shape = (cluster, id(job.options), job.workers)
+                options = job.options
+                shape = (cluster, id(options), job.workers)
                 work = remaining_time(job)
+                least = least_shares.get(shape)
+                if least is None or least[0] is not options:  # (the options kept: their id is not reused)
+                    least = least_shares[shape] = (options, min(
+                        (option.per_worker for option in options if cluster is None or option.cluster == cluster),
+                        default=0))
+                least_share = least[1]
                 if facts is not None:
-                    facts[id(job)] = (job, job.queue_seq, cluster, shape, work)
-            if work >= failed_now.get(shape, math.inf):
+                    facts[id(job)] = (job, job.queue_seq, cluster, shape, work, least_share)
+            if work >= failed_now.get(shape, inf):
                 found = None
                 if len(made) >= depth:
                     continue
+            elif most_given < least_share and before is not None and work >= before.get(shape, inf):
+                # it failed in the last walk (a job of its shape and no more work did) and no node given
+                # back since has a slot for it: it fails now (the class docstring, "carried")
+                found = None
+                self.failed_again += 1
             else:
                 found = fit_now(job, cluster, groups, placement, view, work)
                 if found is False:  # no job of its shape fits now: the same as the reference's memo
@@ -767,9 +829,10 @@ class ReservingWalk:
                 elif found is True:
                     found = None
             if found is None:
-                failed_now[shape] = min(failed_now.get(shape, math.inf), work)
+                if work < failed_now.get(shape, inf):
+                    failed_now[shape] = work
                 if len(made) < depth:
-                    prefix_failed[shape] = min(prefix_failed.get(shape, math.inf), work)
+                    prefix_failed[shape] = min(prefix_failed.get(shape, inf), work)
                     plan.reserve(job, cluster, groups, placement, view, running, first, shape, work)
                     if len(made) >= depth:
                         prefix_end = index + 1
@@ -781,10 +844,11 @@ class ReservingWalk:
             if facts is not None:
                 del facts[id(job)]
         running.started(started)
+        self.last_started = started
         if resumable:
-            self._resume = _Resume(view, ordered, failed_now, plan, started,
-                                   len(ordered) if prefix_end is None else prefix_end, prefix_failed,
-                                   prefix_end is not None)
+            self._resume = self._kept.keep(view, ordered, failed_now, plan, started,
+                                           len(ordered) if prefix_end is None else prefix_end, prefix_failed,
+                                           prefix_end is not None)
         return starts, list(made.values())
 
 

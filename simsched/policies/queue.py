@@ -710,11 +710,18 @@ class QueueScheduler:
         if self._reserving is not None:
             # resumable: the jobs' clusters and keys stay (the walk checks that the order of the jobs it
             # saw did, the guard's front included)
-            starts, _ = self._reserving(ordered, self.allocation.cluster_for, view, self.placement,
-                                        self.ordering.static and not self._plans)
+            walk = self._reserving
+            starts, _ = walk(ordered, self.allocation.cluster_for, view, self.placement,
+                             self.ordering.static and not self._plans)
             if not starts:
                 return EMPTY_DECISION
-            decision = Decision(tuple(Start(job_id, nodes) for job_id, nodes in starts))
+            if self.ordering.static:  # forget the started jobs (the walk's, in hand: no pass over the queue)
+                keys, jobs, sort_key = self._keys, self._jobs, self._sort_key
+                for job in walk.last_started:
+                    pos = bisect_left(keys, sort_key(job, view))
+                    del keys[pos]
+                    del jobs[pos]
+            return Decision(tuple([Start(job_id, nodes) for job_id, nodes in starts]))
         elif self.reserve != "none":
             clusters = [self.allocation.cluster_for(job, view) for job in ordered]
             starts, _ = reserving_walk(ordered, clusters, view, self.placement, self.reserve_depth)
