@@ -32,7 +32,7 @@ queue walk does steps 2 and 3 more cheaply when no reclaim can succeed (no
 waiting job has an option its tenant's room admits in a cluster with quotas,
 which is what a reclaim needs): step 3 then continues the walk over its own
 buckets (``QueueScheduler.borrow_pass``), with the same starts. Otherwise the
-wrapper keeps the queued jobs by kind between decisions (:class:`_Needs`: the
+wrapper (for any other policy) keeps the queued jobs by kind between decisions (:class:`_Needs`: the
 jobs that arrived join, those it started leave): step 2 is left out when no
 quota key's room admits the least that its queued kinds' options ask (the pass
 would look at nobody), and step 3 when the policy says that a decision in
@@ -348,7 +348,9 @@ class QuotaScheduler:
         without a look, which changes nothing: their reclaim would fail and change nothing.
         Rooms change only when a reclaim succeeds; then the look starts again after that job.
         """
-        if self.keep_needs and self._no_reclaim(view, staged, started):
+        # (a walk that continues over its own buckets asks them in most decisions instead, and comes
+        # here when a reclaim may succeed: kinds kept here would be made anew at each such decision)
+        if self.keep_needs and not self._continues and self._no_reclaim(view, staged, started):
             return
         after = None  # (submit, index) of the last job that reclaimed
         while True:
