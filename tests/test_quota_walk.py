@@ -631,7 +631,7 @@ def _kept_kinds_events(name: str, jobs, fleet, reclaim: str, keep: bool, checked
        st.sampled_from(["preempt", "wait"]))
 def test_kinds_kept_between_decisions_leave_the_event_log_as_it_was(seed, name, open_cluster, reclaim):
     """With the queued kinds kept (the reclaim pass left out when no room admits a queued job, ftf's
-    step 3 left out when no queued job fits the GPUs left) the event log is the same as with every
+    and drf's step 3 left out when no queued job fits the GPUs left) the event log is the same as with every
     job looked at in every decision (``keep_needs = False``), with and without a cluster without
     quotas (whose options every room admits). (fifo's walk continues over its own buckets instead:
     nothing is kept for it, and it stays as it was.)"""
@@ -643,7 +643,8 @@ def test_kinds_kept_between_decisions_leave_the_event_log_as_it_was(seed, name, 
 @pytest.mark.parametrize("name", ["ftf", "drf", "user"])
 def test_kinds_kept_between_decisions_are_the_queues_and_what_is_left_out_does_nothing(name):
     """At every decision of borrow + preempt: the kept kinds equal those of the queue made afresh, a
-    reclaim pass left out would have looked at nobody, and ftf's step 3 left out had no job that fits;
+    reclaim pass left out would have looked at nobody, and a step 3 left out (ftf, drf) had no job
+    that fits;
     both are left out in these runs (else the test proves little), and the log is the one with
     nothing kept."""
     CheckedNeeds.skipped = {"reclaim": 0, "step 3": 0, "reclaim looked": 0}
@@ -652,14 +653,15 @@ def test_kinds_kept_between_decisions_are_the_queues_and_what_is_left_out_does_n
             assert (_kept_kinds_events(name, jobs, fleet, "preempt", True, checked=True)
                     == _kept_kinds_events(name, jobs, fleet, "preempt", False))
     assert CheckedNeeds.skipped["reclaim"] > 0 and CheckedNeeds.skipped["reclaim looked"] > 0
-    assert (CheckedNeeds.skipped["step 3"] > 0) == (name == "ftf")  # (drf does not say it may be left out)
+    assert (CheckedNeeds.skipped["step 3"] > 0) == (name != "user")  # (a user's policy does not say so)
 
 
-def test_ftf_may_be_left_out_only_with_the_home_allocation():
-    """ftf's step 3 is left out only when its allocation gives jobs their home cluster on first sight:
-    a choice by turns, at random or by load moves with the decision that first asks, and a planning
-    allocation plans at every decision."""
-    said = {name: FtfScheduler(PLACEMENTS["best_fit"](), ALLOCATIONS[name]()).idle_without_fit
+@pytest.mark.parametrize("policy", [FtfScheduler, DrfScheduler])
+def test_step_3_may_be_left_out_only_with_the_home_allocation(policy):
+    """ftf's and drf's step 3 is left out only when the allocation gives jobs their home cluster on
+    first sight: a choice by turns, at random or by load moves with the decision that first asks,
+    and a planning allocation plans at every decision."""
+    said = {name: policy(PLACEMENTS["best_fit"](), ALLOCATIONS[name]()).idle_without_fit
             for name in sorted(ALLOCATIONS)}
     assert said["home"] is True
     assert not any(value for name, value in said.items() if name != "home"), said

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 from simsched.core.contract import EMPTY_DECISION, Decision, JobView, SchedulerView, Start
-from simsched.policies.allocation import Allocation, Home
+from simsched.policies.allocation import Allocation
 from simsched.policies.placement import Placement
 from simsched.policies.queue import _over_quota, place_job
 from simsched.policies.registry import common_builder, register
@@ -47,6 +47,7 @@ from simsched.policies.shares import (
     Entitled,
     FairShareBase,
     cluster_gpus,
+    home_on_first_sight,
     listed_tenants,
     plan_clusters,
 )
@@ -88,12 +89,9 @@ class FtfScheduler(FairShareBase):
         """For the quota wrapper (simsched.policies.quota): a decision in which no queued job has an
         option whose GPUs per worker are free on a node of its group starts and preempts nothing and
         leaves nothing later decisions read (the ρ order is kept for the same queue object only), so
-        it may be left out. Only with an allocation that plans nothing and gives each job its home
-        cluster whenever it is first asked (a choice made on first sight, by turns, at random or by
-        the load, would move with the decision that first asks)."""
-        allocation = type(self.allocation)
-        return (allocation.prepare is Allocation.prepare and allocation.cluster_for is Allocation.cluster_for
-                and allocation.choose is Home.choose)
+        it may be left out; with an allocation that gives jobs their home cluster
+        (:func:`~simsched.policies.shares.home_on_first_sight`)."""
+        return home_on_first_sight(self.allocation)
 
     def rhos(self, view: SchedulerView) -> dict[str, float]:
         """Every queued job's estimated ρ now (see :meth:`_rhos`)."""
