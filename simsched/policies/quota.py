@@ -27,7 +27,7 @@ tenant's share. One decision is:
    the width of its job, and nobody borrows them until it starts.
 
 The policy is asked once per decision under ``strict`` and twice under
-``borrow``; it never sees a job it may not start in step 1. The built-in
+``borrow`` (once, when step 3 is left out: below); it never sees a job it may not start in step 1. The built-in
 queue walk does steps 2 and 3 more cheaply when no reclaim can succeed (no
 waiting job has an option its tenant's room admits in a cluster with quotas,
 which is what a reclaim needs): step 3 then continues the walk over its own
