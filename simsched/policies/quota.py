@@ -27,19 +27,20 @@ tenant's share. One decision is:
    the width of its job, and nobody borrows them until it starts.
 
 The policy is asked once per decision under ``strict`` and twice under
-``borrow`` (once, when step 3 is left out: below); it never sees a job it may not start in step 1. The built-in
-queue walk does steps 2 and 3 more cheaply when no reclaim can succeed (no
-waiting job has an option its tenant's room admits in a cluster with quotas,
-which is what a reclaim needs): step 3 then continues the walk over its own
-buckets (``QueueScheduler.borrow_pass``), with the same starts. Otherwise the
-wrapper (for any other policy) keeps the queued jobs by kind between decisions (:class:`_Needs`: the
+``borrow`` (once when step 3 is left out: below); it never sees a job it may
+not start in step 1. The built-in queue walk does steps 2 and 3 more cheaply
+when no reclaim can succeed (no waiting job has an option its tenant's room
+admits in a cluster with quotas, which is what a reclaim needs): step 3 then
+continues the walk over its own buckets (``QueueScheduler.borrow_pass``), with
+the same starts. For any other policy, with ``reclaim = "preempt"``, the
+wrapper keeps the queued jobs by kind between decisions (:class:`_Needs`: the
 jobs that arrived join, those it started leave): step 2 is left out when no
 quota key's room admits the least that its queued kinds' options ask (the pass
 would look at nobody), and step 3 when the policy says that a decision in
-which no job fits changes nothing (``idle_without_fit``: ftf with the home
-allocation) and no queued kind's GPUs per worker are free on a node of its
-group. Only the engine changes state: this returns a Decision, and :class:`~simsched.core.tenancy.Tenancy`
-changes when the engine applies it.
+which no job fits changes nothing (``idle_without_fit``: ftf and drf with the
+home allocation) and no queued kind's GPUs per worker are free on a node of
+its group. Only the engine changes state: this returns a Decision, and
+:class:`~simsched.core.tenancy.Tenancy` changes when the engine applies it.
 """
 
 from __future__ import annotations
