@@ -53,6 +53,7 @@ from simsched.policies.shares import (
     cluster_gpus,
     entitlements,
     held_gpus,
+    home_on_first_sight,
     listed_tenants,
     plan_clusters,
     tenant_order,
@@ -145,6 +146,18 @@ class DrfScheduler(FairShareBase):
         for tenant in active:
             held.setdefault(tenant, [0.0] * clusters)
         return held, entitlements(view, self.quotas(view), active)
+
+    @property
+    def idle_without_fit(self) -> bool:
+        """For the quota wrapper (simsched.policies.quota): a decision in which no queued job has an
+        option whose GPUs per worker are free on a node of its group starts and preempts nothing, and
+        leaving it out changes no later decision. What it would have left behind is exact either way:
+        the queue by kind is made anew when its length says so, and the walk's memory of failures
+        forgets full shapes when the free GPUs differ from those the last walk ended with (those of
+        the walk before, then: a shape full there is full on the same GPUs) and keeps the quota
+        marks of walks with an admission only. With an allocation that gives jobs their home
+        cluster (:func:`~simsched.policies.shares.home_on_first_sight`)."""
+        return home_on_first_sight(self.allocation)
 
     def decide(self, view: SchedulerView) -> Decision:
         if self._static and self.remember_failures:

@@ -47,6 +47,7 @@ from simsched.policies.shares import (
     Entitled,
     FairShareBase,
     cluster_gpus,
+    home_on_first_sight,
     listed_tenants,
     plan_clusters,
 )
@@ -82,6 +83,15 @@ class FtfScheduler(FairShareBase):
         self._static = type(allocation).prepare is Allocation.prepare
         self._last_order: tuple | None = None  # (queue, running, now, the queue in ρ order)
         self._capacity: tuple | None = None  # (fleet, GPUs per cluster)
+
+    @property
+    def idle_without_fit(self) -> bool:
+        """For the quota wrapper (simsched.policies.quota): a decision in which no queued job has an
+        option whose GPUs per worker are free on a node of its group starts and preempts nothing and
+        leaves nothing later decisions read (the ρ order is kept for the same queue object only), so
+        it may be left out; with an allocation that gives jobs their home cluster
+        (:func:`~simsched.policies.shares.home_on_first_sight`)."""
+        return home_on_first_sight(self.allocation)
 
     def rhos(self, view: SchedulerView) -> dict[str, float]:
         """Every queued job's estimated ρ now (see :meth:`_rhos`)."""

@@ -27,13 +27,20 @@ tenant's share. One decision is:
    the width of its job, and nobody borrows them until it starts.
 
 The policy is asked once per decision under ``strict`` and twice under
-``borrow``; it never sees a job it may not start in step 1. The built-in
-queue walk does steps 2 and 3 more cheaply when no reclaim can succeed (no
-waiting job has an option its tenant's room admits in a cluster with quotas,
-which is what a reclaim needs): step 3 then continues the walk over its own
-buckets (``QueueScheduler.borrow_pass``), with the same starts. Only the engine
-changes state: this returns a Decision, and :class:`~simsched.core.tenancy.Tenancy`
-changes when the engine applies it.
+``borrow`` (once when step 3 is left out: below); it never sees a job it may
+not start in step 1. The built-in queue walk does steps 2 and 3 more cheaply
+when no reclaim can succeed (no waiting job has an option its tenant's room
+admits in a cluster with quotas, which is what a reclaim needs): step 3 then
+continues the walk over its own buckets (``QueueScheduler.borrow_pass``), with
+the same starts. For any other policy, with ``reclaim = "preempt"``, the
+wrapper keeps the queued jobs by kind between decisions (:class:`_Needs`: the
+jobs that arrived join, those it started leave): step 2 is left out when no
+quota key's room admits the least that its queued kinds' options ask (the pass
+would look at nobody), and step 3 when the policy says that a decision in
+which no job fits changes nothing (``idle_without_fit``: ftf and drf with the
+home allocation) and no queued kind's GPUs per worker are free on a node of
+its group. Only the engine changes state: this returns a Decision, and
+:class:`~simsched.core.tenancy.Tenancy` changes when the engine applies it.
 """
 
 from __future__ import annotations
@@ -178,6 +185,10 @@ def option_on(job: JobView, nodes: Sequence[int], fleet) -> Option | None:
 class QuotaScheduler:
     """``policy`` run inside the tenants' quotas (see the module docstring)."""
 
+    #: the reclaim pass first asks the queued jobs' least needs, kept between decisions, whether
+    #: any job may reclaim (False: it looks at every job, as the tests' reference does)
+    keep_needs = True
+
     def __init__(self, policy: Scheduler, mode: str, reclaim: str = "preempt",
                  placement: Placement = best_fit) -> None:
         if mode not in ("strict", "borrow"):
@@ -203,9 +214,10 @@ class QuotaScheduler:
             self.interval_s = interval
         self.name = getattr(policy, "name", None) or type(policy).__name__
         self._holds: _Holds | None = None  # the owners' holds of the latest decision (reclaim = "wait")
+        self._needs: _Needs | None = None  # the queued jobs by kind (the reclaim pass, step 3)
 
     def __getattr__(self, name: str):
-        if name in ("policy", "interval_s", "quiet_until", "_holds"):  # quiet_until: quotas change what a round decides
+        if name in ("policy", "interval_s", "quiet_until", "_holds", "_needs"):  # quiet_until: quotas change what a round decides
             raise AttributeError(name)
         return getattr(self.policy, name)
 
@@ -282,13 +294,15 @@ class QuotaScheduler:
             held = self.owner_holds(view, staged, free, running, started)
             if held is not None:
                 free = [max(0, f - h) for f, h in zip(free, held)]
-        if view.queue_length > len(started) and any(free):
+        if view.queue_length > len(started) and any(free) and not self._nothing_fits(view, free):
             # (``started``: jobs of the queue, as the engine checks; ``running`` changed only by preemptions)
             second = SubView(view, None, running if preempts else None, free, None, started, fresh=not self.native)
             decision = self.policy.decide(second)
             self._take_preempts(decision, view, staged, free, running, preempts)
             for start in decision.starts:
                 starts.append(start)
+        if self._needs is not None and self._needs.view is view:  # (they leave the queue)
+            self._needs.leave([start.job_id for start in starts])
         return Decision(tuple(starts), tuple(preempts))
 
     def _borrow_after_walk(self, decision: Decision, view: SchedulerView, staged: Staged,
@@ -335,6 +349,10 @@ class QuotaScheduler:
         without a look, which changes nothing: their reclaim would fail and change nothing.
         Rooms change only when a reclaim succeeds; then the look starts again after that job.
         """
+        # (a walk that continues over its own buckets asks them in most decisions instead, and comes
+        # here when a reclaim may succeed: kinds kept here would be made anew at each such decision)
+        if self.keep_needs and not self._continues and self._no_reclaim(view, staged, started):
+            return
         after = None  # (submit, index) of the last job that reclaimed
         while True:
             roomy = staged.roomy_tenants()
@@ -368,6 +386,31 @@ class QuotaScheduler:
                 break
             else:
                 return
+
+    def _no_reclaim(self, view: SchedulerView, staged: Staged, started: set[str]) -> bool:
+        """Whether no queued job but those ``started`` has an option its tenant's room admits (then
+        the reclaim pass looks at nobody and starts nothing), told from the queued jobs' kinds kept
+        between decisions (:class:`_Needs`): rooms admit less the more is asked, so when no key's
+        room admits the least that its kinds' options ask there, no job's option is admitted."""
+        needs = self._needs
+        tenancy = staged.tenancy
+        if needs is None or needs.tenancy is not tenancy or not needs.take_arrivals(view):
+            needs = self._needs = _Needs(tenancy, view)
+        if started:  # (they leave the queue)
+            needs.leave(started)
+        return not needs.admitted(staged)
+
+    def _nothing_fits(self, view: SchedulerView, free: Sequence[int]) -> bool:
+        """Whether step 3 may be left out: the policy says that a decision in which no queued job fits
+        changes nothing (``idle_without_fit``), and no queued job but those started in this decision
+        has an option whose GPUs per worker are free on a node of its group (every placement puts a
+        worker on a node with room for it, placement.py's contract), by the queued kinds the
+        reclaim pass brought up to date in this decision (:class:`_Needs`; a job the pass started
+        counts still, which can only keep step 3 in)."""
+        needs = self._needs
+        if needs is None or needs.view is not view or not getattr(self.policy, "idle_without_fit", False):
+            return False
+        return not needs.fits(free, view.fleet.groups)
 
     def owner_holds(self, view: SchedulerView, staged: Staged, free: Sequence[int], running: Sequence[JobView],
                     started: set[str]) -> list[int] | None:
@@ -655,6 +698,115 @@ def find_victims(group: Sequence[int], cluster: int, per_worker: int, workers: i
     if not _fits(nodes, per_worker, check):
         victims = chosen
     return victims, nodes
+
+
+class _Needs:
+    """The queued jobs by kind (tenant, options, workers), kept between decisions: for each (cluster
+    with quotas, quota key, GPU type) the milli-GPUs its kinds' options ask (``least``), for each
+    (cluster, GPU type) group the milli-GPUs per worker (``per_worker``), each as a count of kinds
+    per amount (the least amount is the key with the smallest value), and how many kinds have an
+    option in a cluster without quotas (``open``: its tenant's room always admits it).
+
+    It follows the engine's queue: the jobs that entered it since (``queued_after``) join, and the
+    jobs the wrapper starts leave (:meth:`leave`; they are queued no more at the next decision).
+    When the queue's length says that it changed otherwise (a decision the wrapper did not see to
+    its end, or a view the engine did not make), it is made anew from the queue."""
+
+    __slots__ = ("tenancy", "view", "seq", "least", "per_worker", "open", "_kind_of", "_kinds")
+
+    def __init__(self, tenancy, view: SchedulerView) -> None:
+        self.tenancy = tenancy
+        self.view = view  # the view of the decision it was last brought up to date in
+        self.least: dict[tuple, dict[int, int]] = {}
+        self.per_worker: dict[tuple, dict[int, int]] = {}
+        self.open = 0
+        self._kind_of: dict[str, tuple] = {}  # queued job id -> its kind
+        # kind -> [queued jobs of it, its options] (the options kept alive, so that no other tuple takes
+        # their id while the kind is here: the engine shares options tuples)
+        self._kinds: dict[tuple, list] = {}
+        queue = view.queue
+        self.seq = max((job.queue_seq for job in queue), default=-1)
+        self._join(queue)
+
+    def _join(self, jobs) -> None:
+        kind_of, kinds = self._kind_of, self._kinds
+        for job in jobs:
+            kind = (job.tenant, id(job.options), job.workers)
+            kind_of[job.job_id] = kind
+            entry = kinds.get(kind)
+            if entry is not None:
+                entry[0] += 1
+                continue
+            kinds[kind] = [1, job.options]
+            self._count(job.tenant, job.options, job.workers, 1)
+
+    def leave(self, job_ids) -> None:
+        """The jobs ``job_ids`` leave the queue (started in this decision); ids not here are passed over."""
+        kind_of, kinds = self._kind_of, self._kinds
+        for job_id in job_ids:
+            kind = kind_of.pop(job_id, None)
+            if kind is None:
+                continue
+            entry = kinds[kind]
+            entry[0] -= 1
+            if not entry[0]:
+                del kinds[kind]
+                self._count(kind[0], entry[1], kind[2], -1)
+
+    def _count(self, tenant, options, workers: int, step: int) -> None:
+        """A kind of these options joins (``step`` 1) or leaves (-1) the amounts."""
+        tenancy = self.tenancy
+        limited, listed = tenancy._limited, tenancy._listed
+        for o in options:
+            c = o.cluster
+            _bump(self.per_worker, (c, o.gpu_type), o.per_worker, step)
+            if not limited[c]:
+                self.open += step
+                continue
+            # (the key stands for its tenants: a listed name keys itself, and OTHER (None) is no listed
+            # name, so Staged.admits reads the same room for it)
+            _bump(self.least, (c, tenant if tenant in listed[c] else OTHER, o.gpu_type), o.per_worker * workers, step)
+
+    def take_arrivals(self, view: SchedulerView) -> bool:
+        """Take in the jobs that entered the queue since; False when the queue changed otherwise."""
+        new = view.queued_after(self.seq)  # (newest first)
+        if view.queue_length != len(self._kind_of) + len(new):
+            return False
+        if new:
+            self.seq = new[0].queue_seq
+            self._join(new)
+        self.view = view
+        return True
+
+    def admitted(self, staged: Staged) -> bool:
+        """Whether some key's room admits a queued kind's option (always, when ``open``): rooms admit
+        less the more is asked, so the least amount per key tells."""
+        if self.open:
+            return True
+        admits = staged.admits
+        return any(admits(key, c, gpu_type, min(amounts)) for (c, key, gpu_type), amounts in self.least.items())
+
+    def fits(self, free: Sequence[int], groups) -> bool:
+        """Whether some queued kind's option has its GPUs per worker free on a node of its group."""
+        for group, amounts in self.per_worker.items():
+            least = min(amounts)
+            for n in groups[group]:
+                if free[n] >= least:
+                    return True
+        return False
+
+
+def _bump(table: dict[tuple, dict[int, int]], key: tuple, amount: int, step: int) -> None:
+    amounts = table.get(key)
+    if amounts is None:
+        amounts = table[key] = {}
+    count = amounts.get(amount, 0) + step
+    if count:
+        amounts[amount] = count
+    else:
+        del amounts[amount]
+        if not amounts:
+            del table[key]
 
 
 # -- reclaim by waiting: the owners' reservations (``reclaim = "wait"``) ------------------------------

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from simsched.core.contract import JobView, Option, SchedulerView
 from simsched.core.model import MILLI
-from simsched.policies.allocation import Allocation
+from simsched.policies.allocation import Allocation, Home
 
 
 def tenant_order(tenant: str | None) -> tuple[bool, str]:
@@ -158,6 +158,16 @@ class Entitled:
 
 def has_quotas(view: SchedulerView, quotas) -> bool:
     return quotas is not None and any(quotas.limited(c) for c in range(len(view.fleet.cluster_names)))
+
+
+def home_on_first_sight(allocation) -> bool:
+    """Whether ``allocation`` plans nothing and gives each job its home cluster whenever it is first
+    asked: then a decision left out changes no job's cluster (a choice made on first sight by
+    turns, at random or by the load would move with the decision that first asks, and a planning
+    allocation plans at every decision)."""
+    kind = type(allocation)
+    return (kind.prepare is Allocation.prepare and kind.cluster_for is Allocation.cluster_for
+            and kind.choose is Home.choose)
 
 
 def plan_clusters(allocation, view: SchedulerView, queue) -> None:
