@@ -14,6 +14,10 @@ It times, alternating the two modes so a load change hits both alike:
 - one run of the user policy alone in a fresh child and in-process, and their difference (the
   fixed cost of a child of its own: fork, its first touch of the memory it shares, its exit);
 - ``run_watched`` of a function that does nothing: the bare cost of a child (fork, pipe, board, exit);
+- the page faults of the two compares (this process and its children, ``resource.getrusage``
+  minflt), and the CPU cost of one copy-on-write fault on this machine (a child writing one byte in
+  each of 4,096 pages it shares with this process, less the same writes without a fork): with fork's
+  own cost (the empty child), what the watched compare's extra CPU time is made of;
 - the size of a run's result as its child sends it (simsched.runs.messages), in bytes per job, for a
   ``--size-jobs`` run (default 20,000) of tests/data/class37/class.toml: what the message limit
   (``messages.MAX_MESSAGE_BYTES``) must allow for a run of a million jobs.
@@ -53,18 +57,52 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _faults() -> tuple[int, int]:
+    """Minor page faults so far: (this process, its reaped children)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+
+
+def cow_fault_us(pages: int = 4096) -> float:
+    """CPU microseconds of one copy-on-write fault: a forked child writes a byte in each of ``pages``
+    pages it shares with this process; the same writes without a fork are subtracted."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    buffer = bytearray(pages * page)
+
+    def touch() -> float:
+        start = time.process_time()
+        for offset in range(0, len(buffer), page):
+            buffer[offset] = 1
+        return time.process_time() - start
+
+    touch()
+    plain = min(touch() for _ in range(3))
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its writes copy each page once
+        os.write(writer, f"{touch():.9f}".encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as fh:
+        forked = float(fh.read())
+    os.waitpid(pid, 0)
+    return (forked - plain) / pages * 1e6
+
+
 def _reap() -> None:
     """Wait for every child to end, so its CPU time is counted (a kept child is killed, not awaited)."""
     for child in multiprocessing.active_children():
         child.join()
 
 
-def timed(fn) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``fn()``; the CPU time includes the children it started."""
-    cpu, t0 = _cpu(), time.perf_counter()
+def timed(fn, faults: list[tuple[int, int]] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``fn()``; the CPU time includes the children it started. ``faults``
+    gets the (this process, children) minor page faults of the call appended."""
+    cpu, before, t0 = _cpu(), _faults(), time.perf_counter()
     fn()
     wall = time.perf_counter() - t0
     _reap()
+    if faults is not None:
+        faults.append(tuple(b - a for a, b in zip(before, _faults())))
     return wall, _cpu() - cpu
 
 
@@ -85,10 +123,10 @@ def main() -> int:
     user_task = next(t for t in compare.plan(spec) if t.scheduler.endswith(":MyPolicy"))
     limits = Limits(memory_bytes=None)
 
-    def in_mode(watched: bool, fn) -> tuple[float, float]:
+    def in_mode(watched: bool, fn, faults: list[tuple[int, int]] | None = None) -> tuple[float, float]:
         compare.ISOLATION = watched
         try:
-            return timed(fn)
+            return timed(fn, faults)
         finally:
             compare.ISOLATION = True
 
@@ -100,6 +138,7 @@ def main() -> int:
     load_before = os.getloadavg()
     wall: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
+    faults: dict[str, list[tuple[int, int]]] = {}
     for fn in cases.values():  # warm-up
         in_mode(True, fn), in_mode(False, fn)
     timed(lambda: run_watched(_nothing, (), who="bench"))
@@ -107,7 +146,7 @@ def main() -> int:
         for name, fn in cases.items():
             for watched in (True, False):
                 key = f"{name} {'watched' if watched else 'in-process'}"
-                w, c = in_mode(watched, fn)
+                w, c = in_mode(watched, fn, faults.setdefault(key, []))
                 wall.setdefault(key, []).append(w)
                 cpu.setdefault(key, []).append(c)
         w, _ = timed(lambda: run_watched(_nothing, (), who="bench"))
@@ -118,7 +157,12 @@ def main() -> int:
            "compare ratio": round(median["compare watched"] / median["compare in-process"], 3),
            "runs ratio": round(median["runs watched"] / median["runs in-process"], 3),
            "compare CPU ratio": round(cpu_median["compare watched"] / cpu_median["compare in-process"], 3),
+           **{f"{k} CPU s": round(v, 4) for k, v in cpu_median.items()},
            "per-run cost of a fresh child s": round(median["run watched"] - median["run in-process"], 4),
+           **{f"{k} faults (self, children)": tuple(round(statistics.median(f[i] for f in faults[k]))
+                                                    for i in (0, 1))
+              for k in ("compare watched", "compare in-process")},
+           "copy-on-write fault us": round(cow_fault_us(), 2),
            "result bytes per job": result_bytes_per_job(args.size_jobs),
            "runs": len(compare.plan(spec)), "user runs": args.seeds, "repeat": args.repeat,
            "timings": "warm, medians, both modes alternated in one process",
