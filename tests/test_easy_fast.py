@@ -290,6 +290,14 @@ def test_carried_walks_know_jobs_fail_again_without_placing_them(depth):
     assert _carried_walk(3, "best_fit", depth, 400).failed_again > 20
 
 
+@pytest.mark.parametrize("depth", [1, 2, math.inf])
+def test_plans_are_carried_through_reservations_that_come_due(depth):
+    """A reservation that comes due starts on its nodes in a carried walk, with ``easy`` too (the
+    depth it used then goes to the first job after the kept ones that does not fit), with every
+    decision the reference's (else the property above proves little of it)."""
+    assert _carried_walk(3, "best_fit", depth, 400).carried_due > 20
+
+
 @pytest.mark.parametrize("depth", [1, math.inf])
 def test_a_backfill_beside_a_reservation_can_move_its_nodes(depth):
     """Two 8-GPU nodes; p0 (5 GPUs) and q0a (1) and q0b (2) fill node 0, p1 (6) and q1 (2) node 1.

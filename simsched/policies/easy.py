@@ -605,11 +605,10 @@ class _Resume:
         return (not self.started and view.now >= self.now and view.free == self.free and len(ordered) >= length
                 and (length == 0 or ordered[length - 1] is self.last) and ordered[:length] == self.seen)
 
-    def carries_to(self, view: SchedulerView, ordered: Sequence[JobView], released: Sequence[Release],
-                   conservative: bool) -> int | None:
+    def carries_to(self, view: SchedulerView, ordered: Sequence[JobView],
+                   released: Sequence[Release]) -> int | None:
         """Whether the plan holds from ``view.now`` on, unchanged (see :class:`ReservingWalk`): no
-        reservation before now (with ``easy``, none at now either: the depth would move to a later
-        job); ``ordered`` begins with the kept jobs; the GPUs free now are the planned ones, the
+        reservation before now (one at now starts now); ``ordered`` begins with the kept jobs; the GPUs free now are the planned ones, the
         running jobs' releases in (then, now] given back (``released``; the running jobs themselves
         checked by the caller). None when it does not; else how many jobs of ``ordered`` that walk
         decided for good: the kept ones, or, when nothing was given back and no reservation is at
@@ -620,7 +619,7 @@ class _Resume:
         if now < self.now or plan.empty_at < math.inf or plan.zero_runs or plan.overlapped:
             return None
         booked_at = plan.booked_at
-        if booked_at and (booked_at[0] < now or (booked_at[0] == now and not conservative)):
+        if booked_at and booked_at[0] < now:
             return None
         kept = self.kept
         length = len(kept)
@@ -671,10 +670,11 @@ class ReservingWalk:
       reservation's time has passed, and the jobs it kept begin the queue), the profile from now on
       is the last walk's. So each kept job's reservation is found again at the same time on the
       same nodes (the breakpoints it failed at are gone or fail again, for the same reason as
-      above), and one reserved at now starts now on its nodes (``conservative``; with ``easy`` a
-      reservation at now moves the depth to a later job: the walk is not carried). Only the jobs
-      after the kept ones are walked: with ``easy``, those after the job whose reservation used the
-      depth (they may fit now where they did not then), with ``conservative`` the arrivals. This is
+      above), and one reserved at now starts now on its nodes: the profile after now is the same
+      whether it holds them as a reservation or as a start. Only the jobs after the kept ones are
+      walked: with ``easy``, those after the job whose reservation used the depth (they may fit now
+      where they did not then; when reservations came due, the depth they used goes to the first of
+      them that does not fit now, as in a walk made afresh), with ``conservative`` the arrivals. This is
       what keeps a conservative decision about the changes, not the queue times its reservations.
       The jobs' failures to start now are kept only for the kept jobs still waiting (the least
       work per shape), and forgotten when one of them starts now. A job walked again that failed
@@ -701,6 +701,7 @@ class ReservingWalk:
         # id(job) -> (job, queue_seq, cluster, shape, remaining time): see the class docstring
         self._facts: dict[int, tuple] = {}
         self.carried = 0  # decisions that carried the last walk's plan (for tests and benches)
+        self.carried_due = 0  # those of them in which reservations came due (they start; the same)
         self.failed_again = 0  # jobs of carried walks known to fail again without a placement call (the same)
         self.last_started: list[JobView] = []  # the jobs the last walk started, in walk order
         # shape -> (its options, the least milli-GPUs per worker of its options in its cluster)
@@ -753,7 +754,7 @@ class ReservingWalk:
             if resume.full:
                 prefix_end = len(resume.kept)
         elif (resume is not None and running.counted and stateless
-              and (done := resume.carries_to(view, ordered, released, depth == math.inf)) is not None):
+              and (done := resume.carries_to(view, ordered, released)) is not None):
             plan = resume.plan
             begin = done  # (those reserved at now among them, still queued, start now)
             if done == len(resume.kept):
@@ -777,11 +778,12 @@ class ReservingWalk:
                     facts.pop(id(job), None)
             if started:
                 before = None
+                self.carried_due += 1
             # the kept jobs' failures now (all of them still fail now) unless one of them starts now;
             # all the seen jobs' when they all stay as they were
             prefix_failed = {} if started else resume.prefix_failed
             failed_now = resume.failed_now if done > len(resume.kept) else dict(prefix_failed)
-            if resume.full:
+            if resume.full and len(plan.made) >= depth:  # (else a reservation at now freed some of the depth)
                 prefix_end = len(resume.kept)
             self.carried += 1
         else:
@@ -794,11 +796,18 @@ class ReservingWalk:
         fit_now = plan.fit_now
         inf = math.inf
         least_shares = self._least_shares
+        # whether the reservations used the depth (only plan.reserve adds to ``made`` in the loop): then a
+        # job that does not fit now is passed by, and one whose shape failed with no more work is passed
+        # by at once (most of a carried walk's jobs: a look-up of its facts and one of its shape)
+        used = len(made) >= depth
         for index in range(begin, len(ordered)):
             job = ordered[index]
             known = None if facts is None else facts.get(id(job))
             if known is not None and known[0] is job and known[1] == job.queue_seq:
-                cluster, shape, work, least_share = known[2], known[3], known[4], known[5]
+                shape, work = known[3], known[4]
+                if used and work >= failed_now.get(shape, inf):
+                    continue
+                cluster, least_share = known[2], known[5]
             else:
                 cluster = cluster_of(job, view)
                 options = job.options
@@ -814,7 +823,7 @@ class ReservingWalk:
                     facts[id(job)] = (job, job.queue_seq, cluster, shape, work, least_share)
             if work >= failed_now.get(shape, inf):
                 found = None
-                if len(made) >= depth:
+                if used:
                     continue
             elif most_given < least_share and before is not None and work >= before.get(shape, inf):
                 # it failed in the last walk (a job of its shape and no more work did) and no node given
@@ -831,10 +840,11 @@ class ReservingWalk:
             if found is None:
                 if work < failed_now.get(shape, inf):
                     failed_now[shape] = work
-                if len(made) < depth:
+                if not used:
                     prefix_failed[shape] = min(prefix_failed.get(shape, inf), work)
                     plan.reserve(job, cluster, groups, placement, view, running, first, shape, work)
                     if len(made) >= depth:
+                        used = True
                         prefix_end = index + 1
                 continue
             nodes, share, run = found
