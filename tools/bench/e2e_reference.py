@@ -14,15 +14,33 @@ import csv
 import heapq
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(doc: str) -> argparse.Namespace:
+    """The command line of this script and of e2e_simpy_floor.py (the same model, the same files)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("jobs")
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--gpus", type=int, default=8)
     p.add_argument("--out")
-    args = p.parse_args()
-    with open(args.jobs, newline="") as f:
-        rows = [(r[0], float(r[1]), float(r[2]), int(float(r[3]))) for r in list(csv.reader(f))[1:]]
+    return p.parse_args()
+
+
+def read_jobs(path: str) -> list[tuple[str, float, float, int]]:
+    """(job_id, submit, duration, gpus) of every row of the job CSV, read with the csv module."""
+    with open(path, newline="") as f:
+        return [(r[0], float(r[1]), float(r[2]), int(float(r[3]))) for r in list(csv.reader(f))[1:]]
+
+
+def write_times(path: str, rows: list, start: list[float], end: list[float]) -> None:
+    """job_id,start,end of every job (e2e.py compares these files)."""
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["job_id", "start", "end"])
+        out.writerows((row[0], start[i], end[i]) for i, row in enumerate(rows))
+
+
+def main() -> None:
+    args = arguments(__doc__)
+    rows = read_jobs(args.jobs)
     free = [args.gpus] * args.nodes
     start = [0.0] * len(rows)
     end = [0.0] * len(rows)
@@ -49,10 +67,7 @@ def main() -> None:
             heapq.heappush(events, (end[i], 0, i, node))
             head += 1
     if args.out:
-        with open(args.out, "w", newline="") as f:
-            out = csv.writer(f)
-            out.writerow(["job_id", "start", "end"])
-            out.writerows((row[0], start[i], end[i]) for i, row in enumerate(rows))
+        write_times(args.out, rows, start, end)
 
 
 if __name__ == "__main__":

@@ -15,28 +15,19 @@ process-based design itself and how much is simsched:
   that time (a priority after SimPy's NORMAL), whose process makes one strict FIFO pass with
   first fit, as the reference does.
 
-Nothing else: no validation, no records, no metrics, no event log. It reads the CSV with the
-csv module and, with ``--out``, writes job_id,start,end (e2e.py checks them against the
-reference's).
+Nothing else: no validation, no records, no metrics, no event log. It reads and writes its files
+with e2e_reference.py's functions (e2e.py checks its times against the reference's).
 """
 
-import argparse
-import csv
-
 import simpy
+from e2e_reference import arguments, read_jobs, write_times  # (this script's folder is on sys.path)
 
 AFTER_NORMAL = 2  # SimPy's NORMAL priority is 1: the decision runs after the events of its time
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("jobs")
-    p.add_argument("--nodes", type=int, default=32)
-    p.add_argument("--gpus", type=int, default=8)
-    p.add_argument("--out")
-    args = p.parse_args()
-    with open(args.jobs, newline="") as f:
-        rows = [(r[0], float(r[1]), float(r[2]), int(float(r[3]))) for r in list(csv.reader(f))[1:]]
+    args = arguments(__doc__)
+    rows = read_jobs(args.jobs)
     env = simpy.Environment()
     free = [args.gpus] * args.nodes
     start = [0.0] * len(rows)
@@ -87,10 +78,7 @@ def main() -> None:
     env.process(scheduler())
     env.run()
     if args.out:
-        with open(args.out, "w", newline="") as f:
-            out = csv.writer(f)
-            out.writerow(["job_id", "start", "end"])
-            out.writerows((row[0], start[i], end[i]) for i, row in enumerate(rows))
+        write_times(args.out, rows, start, end)
 
 
 if __name__ == "__main__":
