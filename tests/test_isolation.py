@@ -47,6 +47,26 @@ def test_the_api_runs_a_notebook_object_in_a_child_with_the_same_result(monkeypa
     assert watched.jobs.equals(plain.jobs) and watched.events.equals(plain.events)
 
 
+def _frozen_after_a_child(freeze_first: bool) -> int:
+    """In a fresh interpreter: freeze first or not, run a watched child, and say how many objects
+    the collector then leaves out (gc.get_freeze_count)."""
+    code = ("import gc, sys\n"
+            "from simsched.runs.isolated import run_watched\n"
+            f"{'gc.freeze()' if freeze_first else ''}\n"
+            "run_watched(print, ('child',), who='t')\n"
+            "print(gc.get_freeze_count())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[-1])
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="no fork on this platform: runs stay in-process")
+def test_a_fork_gives_a_notebook_its_objects_back_and_keeps_the_command_lines_frozen() -> None:
+    # the Python API (nothing frozen before): every object is collectable again after the fork, so a
+    # long notebook session leaks no cycle; the command line froze its libraries: they stay so
+    assert _frozen_after_a_child(freeze_first=False) == 0
+    assert _frozen_after_a_child(freeze_first=True) > 0
+
+
 def test_the_api_names_a_dead_policy_and_its_seed() -> None:
     with pytest.raises(RunFailed, match=r"exits\.py: .*exits\.py:Policy \(seed 1\): the run's process ended "
                                         r"with exit code 3"):

@@ -329,11 +329,19 @@ class _Child:
             with warnings.catch_warnings():  # Python 3.12+ warns of fork with threads: the child resets what it uses
                 warnings.simplefilter("ignore", DeprecationWarning)
                 with interrupts.held():  # a signal during the fork is raised after it, here
-                    gc.freeze()  # the child's collector then leaves the inherited objects' pages unwritten (no copies)
+                    # the child's collector then leaves the inherited objects' pages unwritten (no
+                    # copies). A process that froze its objects before (the command line does, after
+                    # its imports: it runs one command) keeps them frozen: the same objects are then
+                    # left out of its own collections too, and its next fork finds them so; gc cannot
+                    # thaw only what one call froze. Any other process (the Python API in a notebook)
+                    # gets its objects back into its collections after the fork.
+                    thaw = gc.get_freeze_count() == 0
+                    gc.freeze()
                     try:
                         self.process.start()
                     finally:
-                        gc.unfreeze()
+                        if thaw:
+                            gc.unfreeze()
         except BaseException:
             self.close()
             raise

@@ -14,6 +14,12 @@ It times, alternating the two modes so a load change hits both alike:
 - one run of the user policy alone in a fresh child and in-process, and their difference (the
   fixed cost of a child of its own: fork, its first touch of the memory it shares, its exit);
 - ``run_watched`` of a function that does nothing: the bare cost of a child (fork, pipe, board, exit);
+- ``command``: the whole command a student types, ``python -m simsched compare compare_mine.toml
+  --workers 1`` (its tables to /dev/null), as a fresh process each time: once as shipped and once with
+  ``ISOLATION`` set to False before the CLI runs (the same process otherwise); wall and CPU time
+  (``os.wait4``) of the process and the children it reaps (it reaps the killed kept child before it
+  exits, so that child's CPU time is counted), medians: what the child adds to the wait a student or a teacher sees,
+  interpreter start, imports and printing included;
 - the page faults of the two compares (this process and its children, ``resource.getrusage``
   minflt), and the CPU cost of one copy-on-write fault on this machine (a child writing one byte in
   each of 4,096 pages it shares with this process, less the same writes without a fork): with fork's
@@ -35,6 +41,8 @@ import multiprocessing
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -106,6 +114,44 @@ def timed(fn, faults: list[tuple[int, int]] | None = None) -> tuple[float, float
     return wall, _cpu() - cpu
 
 
+#: the command line under a switch, as ``python -m simsched`` runs it (its entry, which freezes the
+#: loaded libraries' objects out of the collector), then the killed kept child is reaped so that its
+#: CPU time is the process's: ``python -c COMMAND WATCHED SCENARIO SEEDS``
+COMMAND = """
+import os, sys
+from simsched.runs import compare
+compare.ISOLATION = sys.argv[1] == "watched"
+sys.argv = ["simsched", "compare", sys.argv[2], "--workers", "1", "--seeds", sys.argv[3]]
+from simsched.cli.console import entry
+try:
+    entry()
+except SystemExit as end:
+    code = end.code
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+sys.exit(code)
+"""
+
+
+def command_time(watched: bool, seeds: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of one whole ``simsched compare`` process of the assignment's scenario."""
+    t0 = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", COMMAND, "watched" if watched else "in-process",
+                                str(SCENARIO), str(seeds)], cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - t0
+    process.returncode = os.waitstatus_to_exitcode(status)
+    errors = process.stderr.read().decode()
+    process.stderr.close()
+    if process.returncode != 0:
+        raise SystemExit(f"isolation.py: the compare command failed (exit {process.returncode}): {errors.strip()}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
 def result_bytes_per_job(jobs: int) -> int:
     """Bytes per job of a run's result as a child sends it (a fifo run, in-process: a built-in, encoded)."""
     result = simsched.run(SIZE_SCENARIO, scheduler="fifo", overrides={"workload.jobs": jobs})
@@ -151,12 +197,22 @@ def main() -> int:
                 cpu.setdefault(key, []).append(c)
         w, _ = timed(lambda: run_watched(_nothing, (), who="bench"))
         wall.setdefault("empty child", []).append(w)
+    command_time(True, args.seeds), command_time(False, args.seeds)  # warm-up (the OS file cache)
+    for _ in range(args.repeat):
+        for watched in (True, False):
+            w, c = command_time(watched, args.seeds)
+            key = f"command {'watched' if watched else 'in-process'}"
+            wall.setdefault(key, []).append(w)
+            cpu.setdefault(key, []).append(c)
     median = {k: statistics.median(v) for k, v in wall.items()}
-    cpu_median = {k: statistics.median(v) for k in ("compare watched", "compare in-process") for v in [cpu[k]]}
+    cpu_median = {k: statistics.median(cpu[k]) for k in
+                  ("compare watched", "compare in-process", "command watched", "command in-process")}
     out = {**{f"{k} s": round(v, 4) for k, v in median.items()},
            "compare ratio": round(median["compare watched"] / median["compare in-process"], 3),
            "runs ratio": round(median["runs watched"] / median["runs in-process"], 3),
            "compare CPU ratio": round(cpu_median["compare watched"] / cpu_median["compare in-process"], 3),
+           "command ratio": round(median["command watched"] / median["command in-process"], 3),
+           "command CPU ratio": round(cpu_median["command watched"] / cpu_median["command in-process"], 3),
            **{f"{k} CPU s": round(v, 4) for k, v in cpu_median.items()},
            "per-run cost of a fresh child s": round(median["run watched"] - median["run in-process"], 4),
            **{f"{k} faults (self, children)": tuple(round(statistics.median(f[i] for f in faults[k]))
@@ -165,7 +221,8 @@ def main() -> int:
            "copy-on-write fault us": round(cow_fault_us(), 2),
            "result bytes per job": result_bytes_per_job(args.size_jobs),
            "runs": len(compare.plan(spec)), "user runs": args.seeds, "repeat": args.repeat,
-           "timings": "warm, medians, both modes alternated in one process",
+           "timings": "warm, medians, both modes alternated in one process (command: whole processes, "
+                      "warm in the OS file cache)",
            "load before": " ".join(f"{x:.2f}" for x in load_before),
            "load after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     if args.json:
