@@ -48,6 +48,50 @@ def test_parquet_round_trip_equals_the_csv_tables(scenario: Path, tmp_path: Path
         "summary.json"])
 
 
+@pytest.mark.filterwarnings("ignore:1 of 5 jobs")
+def test_parquet_tables_written_in_chunks_read_back_as_the_one_shot_write(scenario: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """write() converts and writes a table a chunk of rows at a time (the events straight from the
+    engine's log): with the default chunk a small run's files are to_parquet's bytes, and with a
+    chunk of 2 rows (every table in several row groups) they read back as the same tables, schema
+    and pandas metadata included."""
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs the extra 'parquet' (pyarrow)")
+    from simsched.core import outputs
+
+    simsched.run(scenario).write(tmp_path / "default", format="parquet")
+    monkeypatch.setattr(outputs, "PARQUET_CHUNK", 2)
+    simsched.run(scenario).write(tmp_path / "chunked", format="parquet")
+    whole = simsched.run(scenario)
+    (tmp_path / "one").mkdir()
+    for name in RUN_TABLES:
+        frame = getattr(whole, name)
+        frame.to_parquet(tmp_path / "one" / f"{name}.parquet", engine="pyarrow", index=False, compression="zstd")
+        one, chunked = tmp_path / "one" / f"{name}.parquet", tmp_path / "chunked" / f"{name}.parquet"
+        assert (tmp_path / "default" / f"{name}.parquet").read_bytes() == one.read_bytes()
+        assert pq.ParquetFile(chunked).metadata.num_row_groups == max(1, -(-len(frame) // 2))
+        a, b = pq.read_table(one), pq.read_table(chunked)
+        assert b.schema.equals(a.schema, check_metadata=True) and b.equals(a)
+        pd.testing.assert_frame_equal(pd.read_parquet(chunked), pd.read_parquet(one))
+        pd.testing.assert_frame_equal(read_table(chunked), read_table(one))
+    assert len(whole.events) > 2 and len(whole.timeline) > 2  # several chunks, not one
+
+
+def test_write_parquet_joins_chunks_with_empty_texts_and_nan(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs the extra 'parquet' (pyarrow)")
+    from simsched.core.outputs import row_chunks, write_parquet
+
+    frame = pd.DataFrame({"t": [0.5, float("nan"), 2.0, 3.0, 4.5], "s": ["a", "", "", "=b", "c"],
+                          "n": [1, 2, 3, 4, 5]})
+    write_parquet(tmp_path / "three.parquet", row_chunks(frame, 2))
+    frame.to_parquet(tmp_path / "one.parquet", index=False)
+    assert pq.ParquetFile(tmp_path / "three.parquet").metadata.num_row_groups == 3
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "three.parquet"), frame)
+    assert pq.read_schema(tmp_path / "three.parquet").equals(pq.read_schema(tmp_path / "one.parquet"),
+                                                             check_metadata=True)
+    with pytest.raises(ValueError, match="no chunk"):
+        write_parquet(tmp_path / "none.parquet", iter(()))
+
+
 def test_plot_draws_a_parquet_run_like_a_csv_run(scenario: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow", reason="Parquet needs the extra 'parquet' (pyarrow)")
     pytest.importorskip("matplotlib", reason="figures need the extra 'plots'")

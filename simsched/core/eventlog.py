@@ -172,12 +172,18 @@ class EventLog(Sequence[Event]):
             "detail": detail,
         })
 
+    def frames(self, chunk: int = 200_000) -> Iterator[pd.DataFrame]:
+        """:meth:`frame` ``chunk`` rows at a time (one empty frame for an empty log): together the
+        whole table, with one chunk's rows in memory at once (a million-job log has ~3M events)."""
+        if len(self) <= chunk:
+            yield self.frame()
+            return
+        for first in range(0, len(self), chunk):
+            yield self.frame(first, first + chunk)
+
     def write_csv(self, path, chunk: int = 200_000) -> None:
         """``self.frame().to_csv(path, index=False)``, a chunk of rows at a time (the same bytes,
         without the whole table in memory)."""
-        if len(self) <= chunk:
-            self.frame().to_csv(path, index=False)
-            return
         with open(path, "w", newline="") as f:
-            for first in range(0, len(self), chunk):
-                self.frame(first, first + chunk).to_csv(f, index=False, header=first == 0)
+            for k, frame in enumerate(self.frames(chunk)):
+                frame.to_csv(f, index=False, header=k == 0)

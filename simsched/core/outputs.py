@@ -17,8 +17,9 @@ stays a string). docs/outputs.md documents every column with its unit.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +117,6 @@ def safe_text_columns(frame: pd.DataFrame) -> pd.DataFrame:
 def read_json_object(path: str | Path, what: str) -> dict:
     """A JSON file that must hold an object (summary.json, a learned function ...): a missing,
     binary, empty or foreign file is one :class:`InputError` naming it."""
-    import json
-
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: {'not found' if not path.exists() else 'not a regular file'}; expected {what}")
@@ -264,6 +263,11 @@ def require_format(fmt: str, where: str = "--format") -> str:
     return fmt
 
 
+#: rows per chunk when a table is written to Parquet a chunk at a time (:func:`write_parquet`):
+#: pyarrow's own row group size, so a table's row groups are those of a one-shot ``to_parquet``
+PARQUET_CHUNK = 1024 * 1024
+
+
 def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str | None = None) -> Path:
     """Write ``frame`` atomically as CSV or Parquet (by ``fmt``, else by ``path``'s suffix); the
     Parquet file keeps the values as they are (no spreadsheet quoting: spreadsheets open CSV)."""
@@ -271,9 +275,47 @@ def write_frame(frame: pd.DataFrame, path: str | Path, fmt: str | None = None) -
     fmt = fmt or ("parquet" if path.suffix == ".parquet" else "csv")
     if fmt == "parquet":
         require_format(fmt)
-        return atomic.write_with(path, lambda tmp: frame.to_parquet(tmp, engine="pyarrow", index=False,
-                                                                    compression="zstd"))
+        return atomic.write_with(path, lambda tmp: write_parquet(tmp, row_chunks(frame)))
     return atomic.write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def row_chunks(frame: pd.DataFrame, chunk: int | None = None) -> Iterator[pd.DataFrame]:
+    """``frame``'s rows ``chunk`` (default :data:`PARQUET_CHUNK`) at a time (slices, not copies);
+    ``frame`` itself when it is shorter."""
+    chunk = chunk or PARQUET_CHUNK
+    if len(frame) <= chunk:
+        yield frame
+        return
+    for first in range(0, len(frame), chunk):
+        yield frame.iloc[first:first + chunk]
+
+
+def write_parquet(path: str | Path, chunks: Iterable[pd.DataFrame]) -> None:
+    """Write the frames ``chunks`` (at least one; the same columns and dtypes) as one zstd Parquet
+    file at ``path`` (not atomically: see :func:`write_frame`), each chunk its own row group(s),
+    converted to Arrow one chunk at a time: a table of millions of rows costs one chunk's Arrow
+    copy, not the whole table's. The file reads back as the chunks joined (with a fresh index),
+    with the schema, pandas metadata included, of ``to_parquet(index=False)`` of the whole table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        for frame in chunks:
+            table = pa.Table.from_pandas(frame, schema=None if writer is None else writer.schema,
+                                         preserve_index=False)
+            if writer is None:
+                if frame.attrs:  # kept as pandas' to_parquet keeps them
+                    table = table.replace_schema_metadata({**table.schema.metadata,
+                                                           b"PANDAS_ATTRS": json.dumps(frame.attrs).encode()})
+                writer = pq.ParquetWriter(path, table.schema, compression="zstd")
+            writer.write_table(table)
+            del table
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise ValueError(f"{path}: no chunk to write (an empty table is one empty chunk)")
 
 
 def table_path(folder: str | Path, name: str) -> Path:

@@ -188,6 +188,10 @@ class RunResult:
             for name in outputs.RUN_TABLES:
                 if format == "csv" and name == "events" and self._events is None and not ids_changed:
                     atomic.write_with(out / "events.csv", self._log.write_csv)  # straight from the log
+                elif format == "parquet" and name == "events" and self._events is None:
+                    # straight from the log, a chunk at a time: the whole events table is never built
+                    atomic.write_with(out / "events.parquet", lambda tmp: outputs.write_parquet(
+                        tmp, self._log.frames(outputs.PARQUET_CHUNK)))
                 else:
                     frame = jobs if name == "jobs" else getattr(self, name)
                     if ids_changed and name != "jobs":
