@@ -19,7 +19,7 @@ from simsched.cli.args import command as _command
 from simsched.cli.commands import SUBCOMMANDS
 from simsched.cli.run import run_command
 from simsched.config.examples import is_example
-from simsched.core import interrupts
+from simsched.core import heap, interrupts
 from simsched.core.atomic import RESOURCE_ERRNOS, RESOURCE_EXIT
 from simsched.core.errors import InputError, ResourceFailure, SimschedError, did_you_mean
 from simsched.core.extras import install_hint
@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         forget_inputs()  # each command notes its own inputs (simsched.core.inputs)
         interrupts.install(watchdog=as_program)
+        if as_program and (not argv or argv[0] == "run" or argv[0] not in SUBCOMMANDS):
+            # one scenario's run in a process of its own: a freed large array goes back to the OS
+            # at once, so a phase's peak RSS is what it holds, not that plus what earlier ones freed
+            heap.map_large_blocks()
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv[0])(argv[1:])
         if argv and not argv[0].startswith("-") and not Path(argv[0]).exists():

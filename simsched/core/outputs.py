@@ -533,8 +533,9 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     queue_time, queue_change = times[keep], queue_delta[keep]
     del times, queue_delta, keep
 
-    cluster_code, cluster_names = pd.factorize(spells["cluster"].to_numpy(object), sort=True)
-    type_code, type_names = pd.factorize(spells["gpu_type"].to_numpy(object), sort=True)
+    # (the columns themselves, not object arrays: no Python string per spell)
+    cluster_code, cluster_names = pd.factorize(spells["cluster"], sort=True)
+    type_code, type_names = pd.factorize(spells["gpu_type"], sort=True)
     n_types = max(len(type_names), 1)
     group = cluster_code.astype(np.int64) * n_types + type_code  # sorted like (cluster, gpu_type)
     busy = (spells["share"] * spells["workers"]).to_numpy(np.int64)
@@ -581,12 +582,9 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     del fleet_time, group_time, group_of_row
     order = np.lexsort((row_group, time))  # by time; fleet rows (-1) before every (cluster, gpu_type)
     row_group = row_group[order]
-    in_group = row_group >= 0
-    cluster = np.full(len(order), ALL, dtype=object)
-    gpu_type = np.full(len(order), ALL, dtype=object)
-    cluster[in_group] = np.asarray(cluster_names, dtype=object)[row_group[in_group] // n_types]
-    gpu_type[in_group] = np.asarray(type_names, dtype=object)[row_group[in_group] % n_types]
-    del row_group, in_group
+    cluster = _named([ALL, *cluster_names], np.where(row_group >= 0, row_group // n_types + 1, 0))
+    gpu_type = _named([ALL, *type_names], np.where(row_group >= 0, row_group % n_types + 1, 0))
+    del row_group
     table = {"time": time[order], "cluster": cluster, "gpu_type": gpu_type}
     del time
     del queued
@@ -598,6 +596,15 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     del fleet, per_group
     # every column is a fresh array: no copy (a million-job timeline has millions of rows)
     return pd.DataFrame(table, columns=list(TIMELINE_COLUMNS), copy=False)
+
+
+def _named(names: Sequence[str], codes: np.ndarray) -> Any:
+    """The text column ``names[codes]``, built by pandas' own text type (Arrow-backed ``str`` on
+    pandas 3 with pyarrow) without a Python object per row; empty, an object array, the dtype
+    ``pd.DataFrame`` gives an empty column of strings."""
+    if not len(codes):
+        return np.zeros(0, dtype=object)
+    return pd.Index(list(names)).take(codes).array
 
 
 def _net_changes(time: np.ndarray, group: np.ndarray | None, values: list[np.ndarray | tuple[np.ndarray, ...]],
