@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simsched.core import atomic
+from simsched.core import atomic, heap
 from simsched.core.errors import InputError
 from simsched.core.eventlog import FINISH, KINDS, PREEMPT, START, EventLog
 from simsched.core.extras import install_hint
@@ -556,6 +556,7 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
                                      order)
     del no_queue, no_spell
     del order, queue_time, queue_change
+    heap.release()  # (freed intermediates go back before the next are made: see simsched.core.heap)
     for values in fleet:
         np.cumsum(values, out=values)
 
@@ -563,6 +564,7 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     group_time, per_group = _net_changes(delta_time[order], delta_group[order], [delta_busy, delta_running], order)
     group_of_row = per_group.pop()
     del order, delta_time, delta_group, delta_busy, delta_running
+    heap.release()
     # running sums inside each group
     new_group = np.r_[True, group_of_row[1:] != group_of_row[:-1]] if len(group_of_row) else np.zeros(0, bool)
     first_row = np.maximum.accumulate(np.where(new_group, np.arange(len(group_of_row)), 0))
@@ -585,6 +587,7 @@ def timeline_frame(events: pd.DataFrame | EventLog, spells: pd.DataFrame) -> pd.
     cluster = _named([ALL, *cluster_names], np.where(row_group >= 0, row_group // n_types + 1, 0))
     gpu_type = _named([ALL, *type_names], np.where(row_group >= 0, row_group % n_types + 1, 0))
     del row_group
+    heap.release()
     table = {"time": time[order], "cluster": cluster, "gpu_type": gpu_type}
     del time
     del queued
