@@ -52,9 +52,9 @@ def test_parquet_round_trip_equals_the_csv_tables(scenario: Path, tmp_path: Path
 def test_parquet_tables_written_in_chunks_read_back_as_the_one_shot_write(scenario: Path, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """write() converts and writes a table a chunk of rows at a time (the events straight from the
-    engine's log): with the default chunk a small run's files are to_parquet's bytes, and with a
-    chunk of 2 rows (every table in several row groups) they read back as the same tables, schema
-    and pandas metadata included."""
+    engine's log): with the default chunk a small run's files are to_parquet's bytes; with a chunk
+    of 2 rows (every table in several row groups) they are the bytes of to_parquet with row groups
+    of 2 rows, and read back as the one-shot write's tables, schema and pandas metadata included."""
     pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs the extra 'parquet' (pyarrow)")
     from simsched.core import outputs
 
@@ -69,6 +69,9 @@ def test_parquet_tables_written_in_chunks_read_back_as_the_one_shot_write(scenar
         one, chunked = tmp_path / "one" / f"{name}.parquet", tmp_path / "chunked" / f"{name}.parquet"
         assert (tmp_path / "default" / f"{name}.parquet").read_bytes() == one.read_bytes()
         assert pq.ParquetFile(chunked).metadata.num_row_groups == max(1, -(-len(frame) // 2))
+        frame.to_parquet(tmp_path / "one" / "groups.parquet", engine="pyarrow", index=False, compression="zstd",
+                         row_group_size=2)  # the same row groups in one call: the same bytes
+        assert chunked.read_bytes() == (tmp_path / "one" / "groups.parquet").read_bytes()
         a, b = pq.read_table(one), pq.read_table(chunked)
         assert b.schema.equals(a.schema, check_metadata=True) and b.equals(a)
         pd.testing.assert_frame_equal(pd.read_parquet(chunked), pd.read_parquet(one))

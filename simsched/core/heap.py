@@ -16,9 +16,10 @@ block pages of its own (``mmap``) to the largest block freed so far, up to 32 Mi
 million-job run's arrays of 1-32 MB come from the heap after the first is freed, and the holes
 they leave stay resident while new arrays are made. :func:`map_large_blocks` fixes the
 threshold at 1 MiB and moves pyarrow onto the C allocator: a freed large block is returned at
-once (a 1M-job run with ``--out --format parquet``: 1,253 -> 1,064 MiB peak with the Parquet
-writes chunked). It is process-wide, so the command line's scenario run (whose process ends
-with the run) sets it; :func:`simsched.run` does not change a user's process.
+once (a 1M-job run with ``--out --format parquet``: 1,253 -> 1,064 MiB peak, together with
+the timeline's text columns made without a Python object per row). It is process-wide, so the
+command line's scenario run (whose process ends with the run) sets it; :func:`simsched.run`
+does not change a user's process.
 """
 
 from __future__ import annotations
