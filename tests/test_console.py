@@ -41,3 +41,28 @@ def test_the_installed_script_runs_when_installed(tmp_path: Path) -> None:
         pytest.skip("the simsched script is not on PATH (pip install -e . puts it there)")
     done = subprocess.run([script, "--help"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("usage: simsched ")  # the program as it was started
+
+
+def _start_with_a_broken_import(signal_first: bool) -> subprocess.CompletedProcess:
+    """``entry()`` when importing the CLI fails (as numpy's C extension did in CI when SIGTERM came
+    while it loaded), after a start-up signal was recorded or with none."""
+    code = ("import sys\n"
+            "from simsched.core import interrupts\n"
+            f"{'interrupts._state.update(received=15, early=15)' if signal_first else ''}\n"
+            "sys.modules['simsched.cli.main'] = None  # importing it raises ImportError\n"
+            "from simsched.cli.console import entry\n"
+            "entry()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_an_import_broken_by_a_start_up_signal_ends_as_that_signal() -> None:
+    done = _start_with_a_broken_import(signal_first=True)
+    assert done.returncode == 143, done.stderr
+    assert done.stderr.strip() == ("terminated: stopped while starting or ending; outputs already written "
+                                   "are complete")
+
+
+def test_an_import_broken_without_a_signal_is_still_an_error() -> None:
+    done = _start_with_a_broken_import(signal_first=False)
+    assert done.returncode == 1
+    assert "import of simsched.cli.main halted" in done.stderr  # the error itself, with its traceback

@@ -33,7 +33,15 @@ def entry() -> None:
         signal.signal(signum, _early)
     try:
         # the CLI (and pandas, numpy ... behind it) loads after the signal handler is set
-        from simsched.cli.main import main
+        try:
+            from simsched.cli.main import main
+        except Exception:
+            # the signal's exception, raised while a C extension loads, can come out as that
+            # module's ImportError ("numpy._core.multiarray failed to import", seen in CI): a
+            # recorded signal says the start was interrupted, not broken
+            if interrupts.received() is None:
+                raise
+            raise interrupts.Interrupted(interrupts.received()) from None
 
         # The libraries' objects (pandas, numpy, SimPy, simsched ...) live as long as this process,
         # which runs one command: left out of every garbage collection from here on, a short
