@@ -32,8 +32,8 @@ def entry() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _early)
     try:
-        # the CLI (and pandas, numpy ... behind it) loads after the signal handler is set
         try:
+            # the CLI (and pandas, numpy ... behind it) loads after the signal handler is set
             from simsched.cli.main import main
         except Exception:
             # the signal's exception, raised while a C extension loads, can come out as that
