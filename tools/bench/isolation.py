@@ -41,7 +41,6 @@ import multiprocessing
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,6 +48,9 @@ from pathlib import Path
 import simsched
 from simsched.runs import compare, messages
 from simsched.runs.isolated import Limits, run_watched
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from e2e import timed as e2e_timed  # noqa: E402  (beside this file: a whole process's CPU time)
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "docs" / "examples" / "compare_mine.toml"
@@ -137,19 +139,12 @@ sys.exit(code)
 
 
 def command_time(watched: bool, seeds: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of one whole ``simsched compare`` process of the assignment's scenario."""
+    """(wall, CPU) seconds of one whole ``simsched compare`` process of the assignment's scenario
+    (e2e.py's ``timed``: it stops the bench if the process fails)."""
     t0 = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", COMMAND, "watched" if watched else "in-process",
-                                str(SCENARIO), str(seeds)], cwd=REPO, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - t0
-    process.returncode = os.waitstatus_to_exitcode(status)
-    errors = process.stderr.read().decode()
-    process.stderr.close()
-    if process.returncode != 0:
-        raise SystemExit(f"isolation.py: the compare command failed (exit {process.returncode}): {errors.strip()}")
-    return wall, usage.ru_utime + usage.ru_stime
+    cpu, _ = e2e_timed([sys.executable, "-c", COMMAND, "watched" if watched else "in-process", str(SCENARIO),
+                        str(seeds)])
+    return time.perf_counter() - t0, cpu
 
 
 def result_bytes_per_job(jobs: int) -> int:
