@@ -315,6 +315,33 @@ def test_experiment_figures(tmp_path):
     _assert_written(figures, tmp_path / "figs")
 
 
+def test_rank_bars_equal_the_report_on_ea_streams():
+    """The rank bars rank as the experiment's report does: 15 equal EA streams average to exactly
+    their value, so they tie with a single run of that value (a float mean of 15 copies of
+    0.7750292349667665 is ...662, which split the tie before), and a run with unfinished jobs ranks last."""
+    value = 0.7750292349667665
+    assert np.mean([value] * 15) != value  # the float mean alone would split the tie
+    rows = [{"scenario": "s", "instance": "i", "seed": 1, "scheduler": "evo", "ea_stream": k, "objective": value,
+             "unfinished": 0} for k in range(15)]
+    rows += [{"scenario": "s", "instance": "i", "seed": 1, "scheduler": "mct", "ea_stream": 0, "objective": value,
+              "unfinished": 0},
+             {"scenario": "s", "instance": "i", "seed": 1, "scheduler": "bad", "ea_stream": 0, "objective": 0.1,
+              "unfinished": 3}]
+    ranked = experiment_plots.ranks(pd.DataFrame(rows), "objective").set_index("scheduler")["rank"]
+    assert ranked.to_dict() == {"evo": 1.5, "mct": 1.5, "bad": 3.0}
+
+
+def test_rank_bars_equal_committed_fig4_full_summary():
+    """Golden check on the committed full Fig. 4 (30 instances x 15 EA streams): every bar of
+    ``simsched plot``'s rank figure is the store's summary.csv mean rank."""
+    store = REPO / "experiments" / "paper" / "results" / "fig4-full"
+    data = experiment_plots.load_experiment(store)
+    ax = experiment_plots.experiment_figures(data)["ranks"].axes[0]
+    bars = dict(zip([t.get_text() for t in ax.get_xticklabels()], [p.get_height() for p in ax.patches]))
+    summary = pd.read_csv(store / "summary.csv").set_index("scheduler")["mean_rank"]
+    assert bars == pytest.approx(summary.to_dict(), abs=1e-12)
+
+
 # -- CLI -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def report(fifo_out) -> Path:

@@ -29,6 +29,8 @@ import pandas as pd
 
 from simsched.core.metrics import SUMMARY_METRICS
 from simsched.present.plots.style import colors, figure
+from simsched.runs.experiment.stats import collapse_streams
+from simsched.runs.ranking import case_ranks
 from simsched.runs.results import read_experiment, sweep_keys
 
 #: an experiment folder's results and decisions, for the figures: read by the runs layer
@@ -57,14 +59,17 @@ def metric_higher_is_better(metric: str) -> bool:
 
 
 def ranks(results: pd.DataFrame, metric: str, higher_is_better: bool | None = None) -> pd.DataFrame:
-    """Each scheduler's rank in each case (1 = best; ties share the mean rank). A case is one
-    (scenario, instance, seed) at one sweep point; runs differing only in ``ea_stream`` are averaged
-    first, as the experiment's own statistics do (simsched.runs.experiment.stats)."""
+    """Each scheduler's rank in each case (1 = best; ties share the mean rank), as the experiment's
+    report.md ranks them: a case is one (scenario, instance, seed) at one sweep point, runs differing only
+    in ``ea_stream`` are averaged first (streams that agree average to exactly their value), and a run
+    that left jobs unfinished ranks after every run that finished them (the same functions:
+    :func:`simsched.runs.experiment.stats.collapse_streams`, :func:`simsched.runs.ranking.case_ranks`)."""
     if higher_is_better is None:
         higher_is_better = metric_higher_is_better(metric)
-    case = [c for c in ("scenario", "instance", "seed", *sweep_keys(results)) if c in results.columns]
-    frame = results.groupby(case + ["scheduler"], sort=False, dropna=False)[metric].mean().reset_index()
-    frame["rank"] = frame.groupby(case, dropna=False)[metric].rank(method="average", ascending=not higher_is_better)
+    point = sweep_keys(results)
+    frame = collapse_streams(results, point)
+    case = [c for c in (*point, "scenario", "instance", "seed") if c in frame.columns]
+    frame["rank"] = case_ranks(frame, case, metric, higher_is_better)
     return frame
 
 

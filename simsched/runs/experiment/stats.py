@@ -33,6 +33,7 @@ Definitions (docs/experiment.md):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,9 +79,10 @@ def _point_keys(spec: ExperimentSpec) -> list[str]:
     return list(spec.sweep_keys)
 
 
-def collapse_streams(results: pd.DataFrame, spec: ExperimentSpec) -> pd.DataFrame:
-    """One row per (point, case, scheduler): numeric metrics averaged over EA streams, plan order kept."""
-    keys = _point_keys(spec) + list(CASE) + ["scheduler"]
+def collapse_streams(results: pd.DataFrame, point: Sequence[str]) -> pd.DataFrame:
+    """One row per (point, case, scheduler): numeric metrics averaged over EA streams, plan order kept.
+    ``point`` names the swept columns (a spec's ``sweep_keys``)."""
+    keys = list(point) + [c for c in CASE if c in results.columns] + ["scheduler"]
     value_columns = [c for c in results.columns if c not in keys and c not in
                      ("run_id", "ea_stream", "scenario_hash") and pd.api.types.is_numeric_dtype(results[c])]
     grouped = results.groupby(keys, sort=False, dropna=False)
@@ -107,7 +109,7 @@ def compute(results: pd.DataFrame, spec: ExperimentSpec, decisions: pd.DataFrame
                          "by a spec that named another tenant): run the experiment into another --out folder")
     ascending = not METRICS[metric]
     point = _point_keys(spec)
-    cases = collapse_streams(results, spec)
+    cases = collapse_streams(results, point)
     case_keys = point + list(CASE)
     # runs that left jobs unfinished rank after every run that finished all its feasible jobs (simsched.runs.ranking)
     cases["rank"] = case_ranks(cases, case_keys, metric, not ascending)
