@@ -90,3 +90,18 @@ def test_fill_restores_the_counts_and_refuses_a_row_that_does_not_reproduce(tmp_
     assert tool.main([str(tmp_path / "spec.toml"), "--out", str(out), "--limit", "1"]) == 3
     assert "MISMATCH" in capsys.readouterr().err
     assert all(column not in (out / "results.csv").read_text().splitlines()[0] for column in COUNTS_ADDED_LATER)
+
+
+def test_fill_with_workers_writes_what_a_serial_fill_writes(tmp_path, capsys):
+    """``--workers 2`` runs rows in worker processes and writes each as it finishes: every row gets back
+    the counts the original store had, the rows stay in their order and every other cell is unchanged
+    (the counts columns move to the end of the header, as in a serial fill)."""
+    (tmp_path / "a.toml").write_text(SCENARIO)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    out = tmp_path / "store"
+    assert main(["experiment", str(tmp_path / "spec.toml"), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    original = _read(out / "results.csv")
+    _drop_counts(out / "results.csv")
+    assert _tool().main([str(tmp_path / "spec.toml"), "--out", str(out), "--workers", "2"]) == 0
+    assert "6 rows filled in this sitting; 0 rows still lack" in capsys.readouterr().out
+    assert _read(out / "results.csv") == original
