@@ -105,3 +105,14 @@ def test_fill_with_workers_writes_what_a_serial_fill_writes(tmp_path, capsys):
     assert _tool().main([str(tmp_path / "spec.toml"), "--out", str(out), "--workers", "2"]) == 0
     assert "6 rows filled in this sitting; 0 rows still lack" in capsys.readouterr().out
     assert _read(out / "results.csv") == original
+
+
+def test_bad_workers_or_limit_exit_2(tmp_path, capsys):
+    for flag in ("--workers", "--limit"):
+        try:
+            _tool().main([str(tmp_path / "spec.toml"), "--out", str(tmp_path), flag, "0"])
+        except SystemExit as stop:
+            assert stop.code == 2
+        else:
+            raise AssertionError(f"{flag} 0 was accepted")
+        assert f"{flag} must be an integer >= 1, got 0" in capsys.readouterr().err

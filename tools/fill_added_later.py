@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="fill at most this many rows in this sitting")
     parser.add_argument("--workers", type=int, default=1, help="rows run at once, in worker processes (default 1)")
     args = parser.parse_args(argv)
+    for flag, value in (("--workers", args.workers), ("--limit", args.limit)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be an integer >= 1, got {value}")
     spec = load_spec(args.spec, args.preset)
     only = parse_only(args.only, spec.sweep_keys)
     tasks = {task.run_id: task for task in plan(spec)}
